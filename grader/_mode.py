@@ -1,0 +1,71 @@
+"""Where kernels run: a real CUDA GPU, or Numba's CUDA simulator on the CPU.
+
+Decided once, at the first ``import grader``, *before* Numba's CUDA module is
+imported: with no usable GPU we set ``NUMBA_ENABLE_CUDASIM=1`` so every
+``@cuda.jit`` kernel in a lesson runs in the simulator instead of failing.
+
+Overrides (environment variables):
+  GRADER_FORCE_SIM=1   use the simulator even on a GPU machine (tests, demos)
+  NUMBA_ENABLE_CUDASIM=1  respected as set by the user
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+
+_LIBCUDA_NAMES = ("libcuda.so.1", "libcuda.so", "nvcuda.dll")
+
+
+def gpu_count() -> int:
+    """Number of CUDA devices the driver reports, 0 when there is no driver or GPU.
+
+    Asks libcuda directly (cuInit + cuDeviceGetCount): cheap, and it imports
+    neither Numba nor torch, so the simulator can still be chosen afterwards.
+    """
+    for name in _LIBCUDA_NAMES:
+        try:
+            lib = ctypes.CDLL(name)
+        except OSError:
+            continue
+        try:
+            if lib.cuInit(0) != 0:
+                return 0
+            count = ctypes.c_int(0)
+            if lib.cuDeviceGetCount(ctypes.byref(count)) != 0:
+                return 0
+            return count.value
+        except AttributeError:
+            return 0
+    return 0
+
+
+def _choose() -> bool:
+    """Return True when kernels must run in the simulator (and arrange it)."""
+    if os.environ.get("GRADER_FORCE_SIM") == "1":
+        os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+    elif os.environ.get("NUMBA_ENABLE_CUDASIM") != "1" and gpu_count() == 0:
+        os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+    sim = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
+    if sim and "numba" in sys.modules:
+        # numba was imported before grader: its config already read the
+        # environment, but numba.cuda (which acts on it) may not be loaded yet.
+        from numba.core import config
+
+        config.ENABLE_CUDASIM = True
+    return sim
+
+
+SIMULATOR: bool = _choose()
+
+
+def numba_cuda_mismatch() -> str | None:
+    """A message when numba.cuda was loaded in a mode other than the one chosen."""
+    mod = sys.modules.get("numba.cuda")
+    if mod is None:
+        return None
+    loaded_sim = "simulator" in getattr(getattr(mod, "to_device", None), "__module__", "")
+    if SIMULATOR and not loaded_sim:
+        return ("numba.cuda was imported before grader and there is no GPU: restart the "
+                "kernel and run `import grader` before `from numba import cuda`.")
+    return None

@@ -1,0 +1,179 @@
+"""Running nbgrader: release course/ from solutions/, and autograde notebooks in a scratch course.
+
+The repo root is an nbgrader course directory (see nbgrader_config.py):
+``solutions/`` is nbgrader's source, ``course/`` its release. Grading a single
+notebook (``python -m grader grade NB``) builds a throwaway course directory
+with the same settings, so the learner's copy is graded exactly as an
+instructor's ``nbgrader autograde`` would grade it: locked test cells
+restored, hidden tests put back, each cell scored.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+CHAPTERS = ["01_elementwise", "02_reduce", "03_gemm", "04_attention", "05_hopper_blackwell"]
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+SCRATCH_CONFIG = '''\
+import os
+c = get_config()
+here = os.path.dirname(os.path.abspath(__file__))
+c.CourseDirectory.root = here
+c.CourseDirectory.course_id = "gpu-kernels"
+c.CourseDirectory.source_directory = "solutions"
+c.CourseDirectory.release_directory = "course"
+c.CourseDirectory.db_url = "sqlite:///" + os.path.join(here, "gradebook.db")
+from grader.nbgrader_settings import apply
+apply(c)
+'''
+
+
+def repo_root() -> Path:
+    """The course checkout: the folder holding solutions/ (the package's parent, else the cwd)."""
+    for cand in (REPO, Path.cwd()):
+        if (cand / "solutions").is_dir():
+            return cand
+    raise FileNotFoundError("cannot find the course's solutions/ folder: run from the course checkout")
+
+
+def chapters_in(root: Path) -> list[str]:
+    return [c for c in CHAPTERS if any((root / "solutions" / c).glob("*.ipynb"))]
+
+
+def nbgrader(args: list[str], cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    full_env = {**os.environ, **(env or {})}
+    # the package must be importable from the scratch course's config
+    full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), full_env.get("PYTHONPATH", "")]))
+    return subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=cwd, env=full_env,
+                          capture_output=True, text=True)
+
+
+def release(root: Path | None = None, chapters: list[str] | None = None) -> list[Path]:
+    """Regenerate course/<chapter>/ from solutions/<chapter>/ with nbgrader generate_assignment."""
+    root = root or repo_root()
+    (root / ".nbgrader").mkdir(exist_ok=True)
+    written = []
+    for ch in chapters or chapters_in(root):
+        r = nbgrader(["generate_assignment", ch, "--force"], cwd=root)
+        if r.returncode != 0:
+            raise RuntimeError(f"nbgrader generate_assignment {ch} failed:\n{r.stdout}\n{r.stderr}")
+        written += sorted((root / "course" / ch).glob("*.ipynb"))
+    return written
+
+
+def make_scratch_course(chapter: str, where: Path, root: Path | None = None) -> Path:
+    """A throwaway course directory holding one chapter's sources, released."""
+    root = root or repo_root()
+    shutil.copytree(root / "solutions" / chapter, where / "solutions" / chapter)
+    (where / "nbgrader_config.py").write_text(SCRATCH_CONFIG)
+    r = nbgrader(["generate_assignment", chapter, "--force"], cwd=where)
+    if r.returncode != 0:
+        raise RuntimeError(f"nbgrader generate_assignment failed:\n{r.stdout}\n{r.stderr}")
+    return where
+
+
+@dataclass
+class CellGrade:
+    notebook: str
+    cell: str
+    score: float
+    max_score: float
+    reason: str = ""
+
+
+def find_lesson(notebook: Path, root: Path | None = None) -> tuple[str, str]:
+    """(chapter, lesson file name) of a learner's notebook, matched by file name."""
+    root = root or repo_root()
+    for ch in CHAPTERS:
+        if (root / "solutions" / ch / notebook.name).exists():
+            return ch, notebook.name
+    raise FileNotFoundError(f"{notebook.name} is not a lesson of this course "
+                            f"(looked in {root / 'solutions'}); keep the lesson's file name")
+
+
+def autograde(notebooks: list[Path], chapter: str, course: Path, student: str = "learner",
+              env: dict | None = None) -> list[CellGrade]:
+    """Submit ``notebooks`` as ``student`` in ``course`` and autograde them; return per-cell grades."""
+    sub = course / "submitted" / student / chapter
+    sub.mkdir(parents=True, exist_ok=True)
+    for nb in notebooks:
+        shutil.copy(nb, sub / nb.name)
+    r = nbgrader(["autograde", chapter, "--create", "--force", f"--student={student}"], cwd=course, env=env)
+    graded = []
+    for nb in notebooks:
+        out = course / "autograded" / student / chapter / nb.name
+        if not out.exists():
+            reason = _first_error_line(r.stdout + r.stderr) or "nbgrader could not grade this notebook"
+            graded += [CellGrade(nb.name, "(whole notebook)", 0.0, 0.0, reason)]
+            continue
+        graded += read_cell_grades(out)
+    return graded
+
+
+def _first_error_line(log: str) -> str:
+    for line in log.splitlines():
+        if "[ERROR]" in line or "Error" in line:
+            return ANSI.sub("", line).strip()[:300]
+    return ""
+
+
+def read_cell_grades(autograded_nb: Path) -> list[CellGrade]:
+    """Per graded cell: points (as nbgrader scored them) and a one-line reason for lost points."""
+    from nbgrader.utils import determine_grade, is_grade
+
+    nb = json.loads(autograded_nb.read_text())
+    import nbformat
+
+    nb = nbformat.reads(json.dumps(nb), as_version=4)
+    rows = []
+    for cell in nb.cells:
+        if not is_grade(cell) or cell.cell_type != "code":
+            continue
+        score, max_score = determine_grade(cell)
+        rows.append(CellGrade(autograded_nb.name, cell.metadata.nbgrader["grade_id"], float(score or 0.0),
+                              float(max_score), _reason(cell, score, max_score)))
+    return rows
+
+
+def _reason(cell, score, max_score) -> str:
+    for out in cell.get("outputs", []):
+        if out.output_type == "error":
+            text = ANSI.sub("", "\n".join(out.get("traceback", [])) or f"{out.ename}: {out.evalue}")
+            lines = [l for l in text.splitlines() if l.strip()]
+            return " | ".join(lines[:4])[:400]
+        if out.output_type == "stream" and out.name == "stderr":
+            return "the cell wrote to stderr, which nbgrader scores 0: " + out.text.strip().splitlines()[0][:200]
+    if score is not None and score < max_score:
+        texts = [ANSI.sub("", o.get("text", "")) for o in cell.get("outputs", []) if o.output_type == "stream"]
+        last = [l for t in texts for l in t.splitlines() if l.strip()]
+        return last[-1][:300] if last else "partial credit"
+    return ""
+
+
+def grade_notebook(notebook: Path, env: dict | None = None) -> list[CellGrade]:
+    """Grade one learner notebook exactly as the instructor's autograde would."""
+    notebook = notebook.resolve()
+    chapter, _ = find_lesson(notebook)
+    with tempfile.TemporaryDirectory(prefix="grade-") as tmp:
+        course = make_scratch_course(chapter, Path(tmp))
+        return autograde([notebook], chapter, course, env=env)
+
+
+def format_table(rows: list[CellGrade]) -> str:
+    width = max([len(r.cell) for r in rows] + [4])
+    lines = [f"{'cell':<{width}}  {'points':>11}  why points were lost"]
+    total = maxi = 0.0
+    for r in rows:
+        total, maxi = total + r.score, maxi + r.max_score
+        lines.append(f"{r.cell:<{width}}  {r.score:>5.2f} / {r.max_score:<4g}  {r.reason}")
+    lines.append(f"{'total':<{width}}  {total:>5.2f} / {maxi:<4g}")
+    return "\n".join(lines)

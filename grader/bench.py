@@ -1,0 +1,205 @@
+"""bench: how fast is it, as a fraction of a peer measured on the same GPU?
+
+Timing follows the method the lessons teach:
+* CUDA events around the kernel only (nothing else inside the timed region);
+* warm-up launches first (JIT compilation, module load);
+* the L2 cache flushed before every repetition, so each run reads from DRAM;
+* repeat until the spread (interquartile range / median) is under 2 % or the
+  time budget is spent; report the median.
+
+The timer and the clock are parameters, so the stopping logic is tested on the
+CPU with a fake clock (tests/test_bench.py).
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from ._mode import SIMULATOR
+
+FLUSH_BYTES = 512 * 2**20     # > 2× the L2 of every GPU in device.PUBLISHED (B200: 126 MB)
+
+
+@dataclass
+class Measurement:
+    label: str
+    times_s: list = field(repr=False, default_factory=list)
+    bytes: int | None = None
+    flops: int | None = None
+    peer_name: str | None = None
+    peer_value: float | None = None     # same unit as ``value``
+    device: str = ""
+
+    @property
+    def measured(self) -> bool:
+        return bool(self.times_s)
+
+    @property
+    def median_s(self) -> float:
+        return float(np.median(self.times_s)) if self.times_s else math.nan
+
+    @property
+    def spread(self) -> float:
+        return spread(self.times_s)
+
+    @property
+    def unit(self) -> str:
+        return "TFLOP/s" if self.flops else "GB/s"
+
+    @property
+    def value(self) -> float:
+        """GB/s (bytes / median time) or TFLOP/s (flops / median time)."""
+        if not self.times_s:
+            return math.nan
+        if self.flops:
+            return self.flops / self.median_s / 1e12
+        if self.bytes:
+            return self.bytes / self.median_s / 1e9
+        return math.nan
+
+    @property
+    def fraction(self) -> float:
+        """value / peer value: 1.0 means as fast as the peer."""
+        if not self.peer_value or not self.measured:
+            return math.nan
+        return self.value / self.peer_value
+
+    def __str__(self) -> str:
+        if not self.measured:
+            return f"{self.label}: speed not measured: no GPU"
+        s = f"{self.label}: {_num(self.value)} {self.unit}"
+        if self.peer_value:
+            s += (f" = {100 * self.fraction:.0f}% of {self.peer_name} "
+                  f"({_num(self.peer_value)} {self.unit} on {self.device or 'this GPU'})")
+        s += f"; median of {len(self.times_s)} runs, {self.median_s * 1e3:.3f} ms, spread {100 * self.spread:.1f}%"
+        return s
+
+    def as_dict(self) -> dict:
+        return {"label": self.label, "value": self.value, "unit": self.unit, "median_ms": self.median_s * 1e3,
+                "runs": len(self.times_s), "spread": self.spread, "bytes": self.bytes, "flops": self.flops,
+                "peer": self.peer_name, "peer_value": self.peer_value, "fraction": self.fraction,
+                "device": self.device}
+
+
+def _num(x: float) -> str:
+    return f"{x:,.0f}".replace(",", " ") if x >= 100 else f"{x:.3g}"
+
+
+def spread(times: list) -> float:
+    """Interquartile range over median: 0.02 means the middle half lies within 2 %."""
+    if len(times) < 2:
+        return math.inf
+    q1, med, q3 = np.percentile(times, [25, 50, 75])
+    return float((q3 - q1) / med) if med > 0 else math.inf
+
+
+def repeat(run_once: Callable[[], float], *, before_each: Callable[[], None] | None = None,
+           warmup: int = 3, min_reps: int = 10, max_reps: int = 2000, target_spread: float = 0.02,
+           budget_s: float = 3.0, now: Callable[[], float] = time.perf_counter) -> list:
+    """Time ``run_once`` (returns seconds) until the spread is small or the budget is spent."""
+    for _ in range(warmup):
+        if before_each:
+            before_each()
+        run_once()
+    times: list = []
+    start = now()
+    while len(times) < max_reps:
+        if before_each:
+            before_each()
+        times.append(run_once())
+        if len(times) >= min_reps and (spread(times) <= target_spread or now() - start >= budget_s):
+            break
+    return times
+
+
+class EventTimer:
+    """Seconds one call of ``fn`` takes on the GPU, between two CUDA events."""
+
+    def __init__(self):
+        from numba import cuda
+
+        self.cuda = cuda
+        self.start, self.end = cuda.event(), cuda.event()
+
+    def __call__(self, fn: Callable[[], object]) -> float:
+        self.start.record()
+        fn()
+        self.end.record()
+        self.end.synchronize()
+        return self.cuda.event_elapsed_time(self.start, self.end) / 1e3
+
+
+_flush_buffer = None
+
+
+def flush_l2() -> None:
+    """Overwrite a buffer larger than the L2 so the next kernel starts with a cold cache."""
+    global _flush_buffer
+    from numba import cuda
+
+    if _flush_buffer is None:
+        _flush_buffer = cuda.device_array(FLUSH_BYTES // 4, dtype=np.int32)
+    _fill[(_flush_buffer.size + 255) // 256, 256](_flush_buffer)
+
+
+def _make_fill():
+    from numba import cuda
+
+    @cuda.jit
+    def fill(buf):
+        i = cuda.grid(1)
+        if i < buf.size:
+            buf[i] = i
+    return fill
+
+
+class _LazyFill:
+    kernel = None
+
+    def __getitem__(self, config):
+        if self.kernel is None:
+            self.kernel = _make_fill()
+        return self.kernel[config]
+
+
+_fill = _LazyFill()
+
+
+def bench(fn: Callable[[], object], *, label: str = "kernel", bytes: int | None = None,
+          flops: int | None = None, peer: str | Callable | None = "copy", peer_label: str | None = None,
+          before_each: Callable[[], None] | None = None, flush: bool = True, budget_s: float = 3.0,
+          timer: Callable | None = None) -> Measurement:
+    """Time ``fn()`` (which launches the kernel) and compare with a peer.
+
+    bytes / flops  what one call moves / computes: the figure is GB/s or TFLOP/s.
+    peer           "copy" (device-to-device copy bandwidth), "matmul_bf16" / "matmul_fp16" /
+                   "matmul_fp32" (torch.matmul, i.e. cuBLAS), a callable timed the same way
+                   in this call (e.g. the torch op the lesson races), or None.
+    Without a GPU nothing is timed and the measurement says so.
+    """
+    m = Measurement(label=label, bytes=bytes, flops=flops)
+    if SIMULATOR:
+        return m
+    from . import device
+
+    m.device = device.info().name
+    timer = timer or EventTimer()
+
+    def prepare():
+        if flush:
+            flush_l2()
+        if before_each:
+            before_each()
+
+    m.times_s = repeat(lambda: timer(fn), before_each=prepare, budget_s=budget_s)
+    if callable(peer):
+        p = bench(peer, label=peer_label or "peer", bytes=bytes, flops=flops, peer=None, flush=flush,
+                  budget_s=budget_s, timer=timer)
+        m.peer_name, m.peer_value = peer_label or getattr(peer, "__name__", "peer"), p.value
+    elif peer is not None:
+        m.peer_name, m.peer_value = device.peer(peer)
+    return m

@@ -1,0 +1,116 @@
+"""plot: the pictures that close a lesson.
+
+roofline      where each measurement sits under the memory and compute ceilings
+perf_vs_size  GB/s (or TFLOP/s) against problem size for several versions and the peer
+ladder        every version as a fraction of its peer, one bar each
+
+Each returns the matplotlib Figure (notebooks display it; tests save it).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def _plt():
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def roofline(points: list, mem_GBps: float, peak_TFLOPs: float, title: str = "Roofline", ax=None):
+    """points: (label, FLOP per byte, achieved GFLOP/s). Ceilings from measured or published figures."""
+    plt = _plt()
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(6.5, 4.2))
+    ridge = peak_TFLOPs * 1e3 / mem_GBps
+    xs = np.logspace(-3, 3, 200)
+    ax.loglog(xs, np.minimum(xs * mem_GBps, peak_TFLOPs * 1e3), "k-", lw=1.5)
+    ax.axvline(ridge, color="0.7", ls=":", lw=1)
+    ax.text(ridge, peak_TFLOPs * 1e3 * 1.15, f"ridge {ridge:.0f} FLOP/B", ha="center", fontsize=8, color="0.4")
+    ax.text(xs[8], xs[8] * mem_GBps * 1.3, f"{mem_GBps:,.0f} GB/s", rotation=33, fontsize=8, color="0.3")
+    for label, intensity, gflops in points:
+        ax.plot([intensity], [gflops], "o", ms=7)
+        ax.annotate(label, (intensity, gflops), textcoords="offset points", xytext=(6, -10), fontsize=8)
+    ax.set_xlabel("arithmetic intensity (FLOP / byte moved)")
+    ax.set_ylabel("GFLOP/s")
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.25)
+    fig.tight_layout()
+    return fig
+
+
+def perf_vs_size(series: dict, unit: str = "GB/s", ceiling: float | None = None,
+                 ceiling_label: str = "copy bandwidth", title: str = "", ax=None):
+    """series: label -> list of (size, value). A dashed line marks the peer's ceiling."""
+    plt = _plt()
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(6.5, 4.2))
+    for label, pts in series.items():
+        pts = sorted(pts)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label=label)
+    if ceiling:
+        ax.axhline(ceiling, color="k", ls="--", lw=1, label=f"{ceiling_label} ({ceiling:,.0f} {unit})")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("problem size (elements)")
+    ax.set_ylabel(unit)
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    ax.grid(True, alpha=0.25)
+    fig.tight_layout()
+    return fig
+
+
+def ladder(rows: list, title: str = "% of the peer", target: float | None = None, ax=None):
+    """rows: (label, fraction of peer). A vertical line marks the target."""
+    plt = _plt()
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(6.5, 0.5 + 0.45 * len(rows)))
+    labels = [r[0] for r in rows]
+    vals = [100 * r[1] if r[1] is not None and math.isfinite(r[1]) else 0 for r in rows]
+    ax.barh(labels, vals, color="tab:blue")
+    for y, v in enumerate(vals):
+        ax.text(v + 1, y, f"{v:.0f}%", va="center", fontsize=8)
+    if target:
+        ax.axvline(100 * target, color="tab:red", ls="--", lw=1, label=f"target {100 * target:.0f}%")
+        ax.legend(fontsize=8, loc="lower right")
+    ax.invert_yaxis()
+    ax.set_xlim(0, max(110, max(vals, default=0) + 15))
+    ax.set_xlabel("% of peer (same GPU, same run)")
+    ax.set_title(title)
+    fig.tight_layout()
+    return fig
+
+
+def grid_diagram(n: int, threads_per_block: int, blocks: int | None = None, title: str | None = None):
+    """Which thread handles which element: blocks of threads laid over an array of n elements.
+
+    Threads whose global index is ≥ n are drawn hatched: they exist (the grid is
+    rounded up to whole blocks) and must do nothing, which is what the bounds
+    guard ``if i < n`` is for.
+    """
+    plt = _plt()
+    from matplotlib.patches import Rectangle
+
+    blocks = blocks if blocks is not None else -(-n // threads_per_block)
+    total = blocks * threads_per_block
+    fig, ax = plt.subplots(figsize=(min(12, 0.42 * total + 1.5), 2.3))
+    colors = plt.get_cmap("tab10")
+    for i in range(total):
+        b, t = divmod(i, threads_per_block)
+        idle = i >= n
+        ax.add_patch(Rectangle((i, 1), 0.95, 0.9, facecolor="white" if idle else colors(b % 10),
+                               alpha=0.85, hatch="///" if idle else None, edgecolor="0.3"))
+        ax.text(i + 0.47, 1.45, str(t), ha="center", va="center", fontsize=7)
+        if i < n:
+            ax.add_patch(Rectangle((i, 0), 0.95, 0.9, facecolor="0.92", edgecolor="0.5"))
+            ax.text(i + 0.47, 0.45, str(i), ha="center", va="center", fontsize=7)
+    for b in range(blocks):
+        ax.text(b * threads_per_block + threads_per_block / 2, 2.15, f"block {b}", ha="center", fontsize=8)
+    ax.text(-0.3, 1.45, "threadIdx.x", ha="right", va="center", fontsize=8)
+    ax.text(-0.3, 0.45, "element i", ha="right", va="center", fontsize=8)
+    ax.set_xlim(-4, total + 0.5)
+    ax.set_ylim(-0.2, 2.5)
+    ax.axis("off")
+    ax.set_title(title or f"n = {n}, {threads_per_block} threads per block → {blocks} blocks, "
+                 f"{total - n} idle threads (hatched)", fontsize=9)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,41 @@
+"""score: turn a speed measurement into nbgrader points.
+
+A graded speed cell ends with the number this returns; nbgrader takes a test
+cell's numeric result as partial credit. The rule is linear:
+
+    fraction ≤ floor  → 0 points
+    fraction ≥ target → all points
+    in between        → points × (fraction − floor) / (target − floor)
+
+The result is always a finite float in [0, points]: nbgrader gives FULL credit
+for a negative or non-numeric result, and fails on one above the maximum, so
+this function never returns anything else. Without a GPU it prints why and
+returns 0.0 (no error: the cell is simply not earned).
+"""
+from __future__ import annotations
+
+import math
+
+from .bench import Measurement
+
+
+def points_for(fraction: float, target: float, floor: float, points: float) -> float:
+    if not (0 <= floor < target):
+        raise ValueError(f"need 0 ≤ floor < target, got floor={floor}, target={target}")
+    if fraction is None or not math.isfinite(fraction) or fraction <= floor:
+        return 0.0
+    share = min(1.0, (fraction - floor) / (target - floor))
+    return round(points * share, 2)
+
+
+def speed_points(m: Measurement, *, target: float, floor: float, points: float) -> float:
+    """Print the measurement against the target and return the points it earns."""
+    if not m.measured:
+        print(f"{m.label}: speed not graded: no GPU (0 of {points:g} points). "
+              "Run this notebook on a CUDA GPU for speed points.")
+        return 0.0
+    earned = points_for(m.fraction, target, floor, points)
+    print(str(m))
+    print(f"target {100 * target:.0f}% of {m.peer_name} (floor {100 * floor:.0f}%): "
+          f"{earned:g} of {points:g} points")
+    return float(earned)

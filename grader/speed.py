@@ -1,0 +1,105 @@
+"""speed: the graded speed cell of a lesson, in one call.
+
+    grader.speed(launch_vector_add, problems.vector_add, points=1)
+
+times the learner's launch function at the problem's benchmark size against the
+problem's peer (measured in the same process), checks that the *timed* runs
+produced the right answer (the output is poisoned before every repetition and
+checked after the last), prints the figure beside the peer, and returns points
+for nbgrader's partial credit.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ._mode import SIMULATOR
+from .bench import Measurement, bench
+from .check import CheckFailed, Problem, _device_output, _to_device_padded, compare, fresh_seed
+from .record import record
+from .score import speed_points
+
+
+def speed(launch, problem: Problem, points: float, *, target: float | None = None,
+          floor: float | None = None, budget_s: float = 3.0) -> float:
+    __tracebackhide__ = True
+    target = problem.target if target is None else target
+    floor = problem.floor if floor is None else floor
+    if SIMULATOR:
+        return speed_points(Measurement(label=problem.name), target=target, floor=floor, points=points)
+    from numba import cuda
+
+    size = problem.bench_size
+    inputs = problem.make_inputs(np.random.default_rng(fresh_seed()), size)
+    args = [(_to_device_padded(v)[1] if isinstance(v, np.ndarray) else v) for v in inputs.values()]
+    out_spec = problem.outputs(size, inputs)
+    outs = {k: _device_output(shape, dtype) for k, (shape, dtype) in out_spec.items()}
+    pristine = {k: cuda.to_device(flat.copy_to_host()) for k, (flat, _) in outs.items()}
+
+    def repoison():
+        for k, (flat, _) in outs.items():
+            flat.copy_to_device(pristine[k])
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = bench(lambda: launch(*args, *(view for _, view in outs.values())), label=problem.name,
+                  bytes=problem.bytes_moved(size) if problem.bytes_moved else None,
+                  flops=problem.flops(size) if problem.flops else None,
+                  peer=problem.peer, before_each=repoison, budget_s=budget_s)
+    want = problem.reference(**inputs)
+    for k, (shape, dtype) in out_spec.items():
+        got = outs[k][1].copy_to_host()
+        failures = compare(k, got, np.asarray(want[k]), *problem.tolerances(size, dtype))
+        if failures:
+            raise CheckFailed(f"{problem.name}: the timed runs gave a wrong answer "
+                              f"at size {size}:\n" + "\n".join(failures))
+    earned = speed_points(m, target=target, floor=floor, points=points)
+    record("speed", problem=problem.name, points=earned, max_points=points, target=target,
+           floor=floor, **m.as_dict())
+    return earned
+
+
+def sweep(launch, problem: Problem, sizes: list, budget_s: float = 0.5) -> list:
+    """GB/s (or TFLOP/s) of ``launch`` at each size, for a perf-vs-size plot. [] without a GPU."""
+    if SIMULATOR:
+        return []
+    rows = []
+    for size in sizes:
+        inputs = problem.make_inputs(np.random.default_rng(0), size)
+        args = [(_to_device_padded(v)[1] if isinstance(v, np.ndarray) else v) for v in inputs.values()]
+        outs = [_device_output(shape, dtype)[1] for shape, dtype in problem.outputs(size, inputs).values()]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            m = bench(lambda: launch(*args, *outs), label=problem.name, peer=None, budget_s=budget_s,
+                      bytes=problem.bytes_moved(size) if problem.bytes_moved else None,
+                      flops=problem.flops(size) if problem.flops else None)
+        rows.append((size, m.value))
+    return rows
+
+
+def sweep_plot(launch, problem: Problem, sizes: list, title: str = ""):
+    """The closing plot: the learner's kernel against the copy bandwidth across sizes.
+
+    On a GPU it measures now (and records the rows for the scoreboard). Without one it
+    draws what the course's reference solution measured (results/scoreboard.json), saying so.
+    """
+    from . import device, plot
+    from .record import record
+    from .scoreboard import load_recorded
+
+    if not SIMULATOR:
+        rows = sweep(launch, problem, sizes)
+        label, ceiling = device.peer(problem.peer or "copy")
+        record("sweep", problem=problem.name, rows=rows, peer=label, peer_value=ceiling,
+               device=device.info().name)
+        return plot.perf_vs_size({"your " + problem.name: rows}, ceiling=ceiling, ceiling_label=label,
+                                 title=title or f"{problem.name} on {device.info().name}")
+    saved = load_recorded("sweep", problem.name)
+    if saved is None:
+        print("No GPU and no recorded results to show: run this lesson on a GPU for the plot.")
+        return None
+    print(f"No GPU here: showing the reference solution measured on {saved['device']} ({saved['date']}).")
+    return plot.perf_vs_size({"reference " + problem.name: [tuple(r) for r in saved["rows"]]},
+                             ceiling=saved["peer_value"], ceiling_label=saved["peer"],
+                             title=title or f"{problem.name} on {saved['device']} (recorded)")

@@ -1,0 +1,63 @@
+"""Authoring aid: build an nbgrader source notebook from Python.
+
+The .ipynb under solutions/ is the single source of truth; this only saves
+hand-writing nbgrader's cell metadata. Typical use in a throwaway script:
+
+    from tools.nbbuild import md, code, solution, tests, write
+    write("solutions/01_elementwise/01_x.ipynb", [md("# Title"), solution("...", "v1"), ...])
+
+Cell kinds:
+  md / code      read-only markdown / ordinary code the learner may run and edit
+  solution       an exercise cell: BEGIN/END SOLUTION regions become stubs
+  tests          a locked, autograded cell worth ``points`` (may hold HIDDEN TESTS)
+"""
+from __future__ import annotations
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+_count = 0
+
+
+def _meta(grade_id: str, *, grade=False, solution=False, locked=False, points=None) -> dict:
+    m = {"grade": grade, "solution": solution, "locked": locked, "grade_id": grade_id,
+         "schema_version": 3, "task": False}
+    if points is not None:
+        m["points"] = points
+    return {"nbgrader": m}
+
+
+def _next(prefix: str) -> str:
+    global _count
+    _count += 1
+    return f"{prefix}-{_count:02d}"
+
+
+def md(text: str, grade_id: str | None = None):
+    gid = grade_id or _next("md")
+    return new_markdown_cell(text.strip("\n"), metadata=_meta(gid, locked=True), id=gid)
+
+
+def code(src: str, grade_id: str | None = None):
+    gid = grade_id or _next("code")
+    return new_code_cell(src.strip("\n"), id=gid)
+
+
+def solution(src: str, grade_id: str):
+    return new_code_cell(src.strip("\n"), metadata=_meta(grade_id, solution=True), id=grade_id)
+
+
+def tests(src: str, grade_id: str, points: float):
+    return new_code_cell(src.strip("\n"), metadata=_meta(grade_id, grade=True, locked=True, points=points),
+                         id=grade_id)
+
+
+def write(path: str, cells: list) -> None:
+    global _count
+    nb = new_notebook(cells=cells, metadata={
+        "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
+        "language_info": {"name": "python"},
+    })
+    nbformat.validate(nb)
+    nbformat.write(nb, path)
+    _count = 0
