@@ -1,0 +1,82 @@
+"""bench and score: stopping rules with a fake clock, points within nbgrader's rules."""
+import math
+
+import pytest
+
+import grader
+from grader.bench import Measurement, repeat, spread
+from grader.score import points_for, speed_points
+
+
+class FakeClock:
+    def __init__(self, times):
+        self.times = iter(times)
+        self.now = 0.0
+        self.calls = 0
+
+    def run_once(self):
+        t = next(self.times)
+        self.now += t
+        self.calls += 1
+        return t
+
+    def clock(self):
+        return self.now
+
+
+def test_stops_once_the_spread_is_small():
+    clock = FakeClock([1.0] * 100)
+    times = repeat(clock.run_once, warmup=2, min_reps=10, now=clock.clock)
+    assert len(times) == 10 and clock.calls == 12   # warm-up runs are not kept
+
+
+def test_keeps_going_while_noisy_until_the_budget():
+    noisy = [1.0, 2.0] * 500
+    clock = FakeClock(noisy)
+    times = repeat(clock.run_once, warmup=0, min_reps=10, budget_s=30.0, now=clock.clock)
+    assert 15 <= len(times) <= 25 and spread(times) > 0.02
+
+
+def test_max_reps_bounds_the_loop():
+    clock = FakeClock([1.0, 3.0] * 100)
+    times = repeat(clock.run_once, warmup=0, min_reps=5, max_reps=40, budget_s=1e9, now=clock.clock)
+    assert len(times) == 40
+
+
+def test_before_each_runs_outside_every_repetition():
+    clock = FakeClock([1.0] * 30)
+    calls = []
+    repeat(clock.run_once, before_each=lambda: calls.append(clock.calls), warmup=1, min_reps=3,
+           now=clock.clock)
+    assert calls == [0, 1, 2, 3]
+
+
+def test_measurement_figures_and_text():
+    m = Measurement("add", times_s=[1e-3] * 5, bytes=3 * 10**9, peer_name="copy bandwidth",
+                    peer_value=4000.0, device="NVIDIA H200")
+    assert m.value == pytest.approx(3000.0)
+    assert m.fraction == pytest.approx(0.75)
+    assert "3 000 GB/s = 75% of copy bandwidth (4 000 GB/s on NVIDIA H200)" in str(m)
+    f = Measurement("mm", times_s=[2.0], flops=10**12)
+    assert f.unit == "TFLOP/s" and f.value == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("fraction,expected", [
+    (0.0, 0.0), (0.10, 0.0), (0.30, 1.0), (0.50, 2.0), (0.9, 2.0), (math.nan, 0.0), (-1, 0.0), (math.inf, 0.0),   # an impossible figure earns nothing
+])
+def test_points_are_linear_between_floor_and_target(fraction, expected):
+    assert points_for(fraction, target=0.5, floor=0.1, points=2) == pytest.approx(expected)
+
+
+def test_points_never_leave_the_range_nbgrader_accepts():
+    for f in [x / 100 for x in range(-50, 300)] + [math.nan, math.inf, -math.inf]:
+        p = points_for(f, target=0.9, floor=0.2, points=3)
+        assert isinstance(p, float) and math.isfinite(p) and 0.0 <= p <= 3.0
+
+
+def test_without_a_gpu_speed_scores_zero_and_says_so(capsys):
+    assert grader.SIMULATOR
+    m = grader.bench(lambda: None, label="add", bytes=12)
+    assert not m.measured
+    assert speed_points(m, target=0.5, floor=0.1, points=1) == 0.0
+    assert "speed not graded: no GPU" in capsys.readouterr().out

@@ -1,0 +1,30 @@
+"""environment.yml (conda) and pyproject.toml (pip) ask for the same packages."""
+import re
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _name(req: str) -> str:
+    return re.split(r"[<>=!~\[ ;]", req.strip(), maxsplit=1)[0].lower().replace("_", "-")
+
+
+def _pins(reqs) -> dict:
+    return {_name(r): re.sub(r"\s+", "", r.split(";")[0]).lower().replace("_", "-") for r in reqs}
+
+
+def test_conda_and_pip_agree():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    pip_side = _pins(project["dependencies"] + project["optional-dependencies"]["test"])
+    text = (ROOT / "environment.yml").read_text()
+    pip_block = text.split("- pip:")[1]
+    conda_side = _pins(r for r in re.findall(r"^\s+- ([^#\n]+?)\s*(?:#.*)?$", pip_block, re.M)
+                       if not r.startswith("-e"))
+    assert conda_side == pip_side
+    assert re.search(r"^\s+- python=3\.11", text, re.M)
+
+
+def test_numpy_is_pinned_below_2_5_everywhere():
+    for path in ("pyproject.toml", "environment.yml"):
+        assert re.search(r"numpy[^\n]*<2\.5", (ROOT / path).read_text()), path
