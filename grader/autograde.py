@@ -53,6 +53,9 @@ def nbgrader(args: list[str], cwd: Path, env: dict | None = None) -> subprocess.
     full_env = {**os.environ, **(env or {})}
     # the package must be importable from the scratch course's config
     full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), full_env.get("PYTHONPATH", "")]))
+    # nbgrader runs `alembic` (its database migrations) as a program: it must be on PATH even
+    # when this Python is called by its full path from an environment that was never activated
+    full_env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), full_env.get("PATH", "")])
     return subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=cwd, env=full_env,
                           capture_output=True, text=True)
 
