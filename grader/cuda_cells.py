@@ -756,6 +756,7 @@ def compile_cuda(
 
     use_nvcc = compiler == "nvcc"
     kw = None
+    notes = ""
     if not use_nvcc:
         try:
             kw = _to_program_options(flags, arch, name)
@@ -763,6 +764,7 @@ def compile_cuda(
             if compiler == "nvrtc":
                 raise ValueError(f"NVRTC does not accept option {e}") from None
             use_nvcc = True
+            notes = f"note: NVRTC does not take option {e}; built with nvcc instead\n"
     if use_nvcc and name_exprs:
         raise ValueError("kernels= (name expressions) needs NVRTC; with nvcc, declare the kernels extern \"C\"")
     version = _nvcc_version() if use_nvcc else _nvrtc_version()
@@ -778,7 +780,6 @@ def compile_cuda(
                               symbol_mapping=meta.get("symbol_mapping", {}), from_cache=True,
                               compile_seconds=0.0, cache_key=key)
 
-    notes = ""
     t0 = time.perf_counter()
     with _compile_lock:
         cubin = None
@@ -1143,14 +1144,14 @@ def _parse_magic_line(line: str) -> dict:
     import argparse
     import shlex
 
-    ap = argparse.ArgumentParser(prog="%%cuda", add_help=False)
+    ap = argparse.ArgumentParser(prog="%%cuda", add_help=False, allow_abbrev=False)
     ap.add_argument("name")
     ap.add_argument("--arch", default=None)
     ap.add_argument("--nvcc", action="store_true")
     ap.add_argument("--kernel", "-k", action="append", default=[], help="name expression (templates)")
     ap.add_argument("--log", action="store_true", help="print warnings and the ptxas report")
     ap.add_argument("--no-cache", action="store_true")
-    ap.add_argument("--opt", "-O", action="append", default=[], help="extra nvcc-style flag")
+    ap.add_argument("--opt", action="append", default=[], help="extra nvcc-style flag")
     try:
         ns, extra = ap.parse_known_args(shlex.split(line))
     except SystemExit:
