@@ -550,7 +550,7 @@ class Param:
 
 def _parse_param(text: str) -> Param:
     t = re.sub(r"\b(const|volatile|__restrict__|__restrict|restrict|__grid_constant__|struct)\b", " ", text)
-    t = re.sub(r"\[\s*\]", "*", t)
+    t = re.sub(r"(\w+)\s*\[\s*\d*\s*\]", r"* \1", t)  # "float x[]" is a pointer
     t = " ".join(t.replace("*", " * ").replace("&", " & ").split())
     toks = t.split(" ")
     name = toks[-1] if len(toks) > 1 and re.fullmatch(r"[A-Za-z_]\w*", toks[-1]) and toks[-1] not in _SCALAR_TYPES else ""

@@ -265,8 +265,8 @@ def resource_usage(obj) -> dict[str, dict[str, int]]:
 # Rubrics
 # ---------------------------------------------------------------------------
 def _matches(pattern: str, opcode: str) -> bool:
-    p = pattern.upper()
-    return opcode == p or opcode.startswith(p + ".")
+    p, op = pattern.upper(), opcode.upper()
+    return op == p or op.startswith(p + ".")
 
 
 @dataclasses.dataclass
