@@ -169,11 +169,18 @@ def gpu_available() -> bool:
     return _gpu_cache["ok"]
 
 
-def _device():
-    from cuda.core import Device
+_tls = threading.local()
 
-    dev = Device()
-    dev.set_current()
+
+def _device():
+    """The current cuda.core Device, made current once per thread."""
+    dev = getattr(_tls, "device", None)
+    if dev is None:
+        from cuda.core import Device
+
+        dev = Device()
+        dev.set_current()
+        _tls.device = dev
     return dev
 
 
@@ -952,6 +959,7 @@ class CudaKernel:
         self._kernel = None
         self._shared_set = 0
         self._arg_sizes = None
+        self._configs: dict = {}
 
     def __repr__(self):
         sig = ", ".join(f"{p.ctype} {p.name}".strip() for p in self.params) if self.params is not None else "..."
@@ -1005,7 +1013,7 @@ class CudaKernel:
         attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
         if isinstance(handle, driver.CUkernel):
             dev = _device()
-            (err,) = driver.cuKernelSetAttribute(attr, int(nbytes), handle, dev.device_id)
+            (err,) = driver.cuKernelSetAttribute(attr, int(nbytes), handle, driver.CUdevice(dev.device_id))
         else:
             (err,) = driver.cuFuncSetAttribute(handle, attr, int(nbytes))
         if int(err) != 0:
@@ -1074,10 +1082,13 @@ class CudaKernel:
         kargs = self.prepare_args(args)
         shared = int(shared or 0)
         self._set_max_dynamic_shared(shared)
-        kw = dict(grid=_dim(grid), block=_dim(block), shmem_size=shared)
-        if cluster is not None:
-            kw["cluster"] = _dim(cluster)
-        cfg = LaunchConfig(**kw)
+        key = (_dim(grid), _dim(block), shared, None if cluster is None else _dim(cluster))
+        cfg = self._configs.get(key)
+        if cfg is None:
+            kw = dict(grid=key[0], block=key[1], shmem_size=shared)
+            if cluster is not None:
+                kw["cluster"] = key[3]
+            cfg = self._configs[key] = LaunchConfig(**kw)
         launch(_stream_for(stream, args), cfg, kernel, *kargs)
 
 

@@ -540,3 +540,17 @@ def test_gpu_torch_tensors(demo):
     demo["vadd"].add[4, 256](a, b, c, a.numel())
     torch.cuda.synchronize()
     assert torch.equal(c, a + b)
+
+
+def test_typed_arguments_are_accepted_by_cuda_core(demo):
+    """cuda.core packs exactly what prepare_args produces (checked without a GPU)."""
+    from cuda.core._kernel_arg_handler import ParamHolder
+
+    args = demo["vadd"].add.prepare_args([_FakeDeviceArray(0x1000), 0x2000, None, 5])
+    assert ParamHolder(args).ptr != 0
+    mod = cc.compile_cuda(TEMPLATED, name="tmpl", kernels=["scale<2>"])
+    k = mod["scale<2>"]
+    k._arg_sizes = [8, 4, 4]  # what the driver reports for (float*, float, int)
+    typed = k.prepare_args([_FakeDeviceArray(0x1000), 2.0, 10])
+    assert [type(a) for a in typed] == [np.uint64, np.float32, np.int32]
+    assert ParamHolder(typed).ptr != 0
