@@ -25,8 +25,9 @@ Compilation
 * Include paths are found, never typed: ``grader/include`` (``course.cuh``),
   the CUTLASS/CuTe headers inside the ``nvidia-cutlass`` wheel, and CUDA's
   ``include`` and ``include/cccl`` (``CUDA_HOME`` / ``CUDA_PATH`` /
-  ``/usr/local/cuda`` / the directory of ``nvcc``; else NVRTC's bundled
-  headers).  NVRTC runs with ``-default-device`` (CuTe needs it), C++17, and
+  ``/usr/local/cuda`` / the directory of ``nvcc``; without a toolkit, the
+  headers of the nvidia-cuda-runtime / -cccl wheels if installed, plus NVRTC's
+  bundled headers; CuTe needs ``cuda_runtime_api.h`` from one of these).  NVRTC runs with ``-default-device`` (CuTe needs it), C++17, and
   ``-Xptxas -v`` so the register / spill report lands in ``module.log``.
 * Kernels are found by their plain names when declared ``extern "C"``.
   Templates (or any C++-mangled kernel) are named by *name expressions*:
@@ -275,6 +276,16 @@ def include_dirs() -> list[Path]:
         dirs.append(home / "include")
         if (home / "include" / "cccl").is_dir():
             dirs.append(home / "include" / "cccl")
+    else:
+        # No toolkit: CUDA headers from pip wheels (nvidia-cuda-runtime, -cccl), if any;
+        # NVRTC's bundled headers cover the rest (see _to_program_options).
+        for sd in _site_dirs():
+            for sub in ("cu13/include", "cu12/include", "cuda_runtime/include", "cuda_cccl/include"):
+                d = sd / "nvidia" / sub
+                if (d / "cuda_runtime_api.h").is_file() or (d / "cuda" / "std").is_dir():
+                    dirs.append(d)
+                if (d / "cccl").is_dir():
+                    dirs.append(d / "cccl")
     return dirs
 
 
@@ -351,6 +362,8 @@ def _to_program_options(flags: Sequence[str], arch: str, name: str):
         include_path=[str(p) for p in include_dirs()],
         ptxas_options=["-v"],
     )
+    if cuda_home() is None:
+        kw["use_bundled_headers"] = True  # NVRTC's own copy of the CUDA / CCCL headers
     ptxas = kw["ptxas_options"]
     defines: list = []
     undefs: list = []
