@@ -134,7 +134,8 @@ class CompileError(Exception):
 
     @property
     def lines(self) -> list[int]:
-        return [d[0] for d in self.diagnostics]
+        """The cell's line numbers with errors (sorted, unique)."""
+        return sorted({d[0] for d in self.diagnostics if d[1] == "error"})
 
     def _render_traceback_(self):  # IPython shows these lines instead of a traceback
         return [f"CompileError: {self.name}"] + str(self).splitlines()
@@ -451,58 +452,81 @@ def _clean_log(log: str, cellfile: str) -> str:
     return _shorten_paths(log).strip()
 
 
-def _diagnostics(log: str, cellfile: str) -> list[tuple[int, str, str]]:
-    out = []
-    for raw in log.splitlines():
-        m = _DIAG.match(raw) or _NVCC_DIAG.match(raw)
-        if m and Path(m.group("file")).name == cellfile:
-            out.append((int(m.group("line")), m.group("kind"), m.group("msg").strip()))
-    return out
+_AT_CELL_LINE = re.compile(r"at line (\d+) of (\S+)")
 
 
-def _error_report(log: str, cellfile: str, source_lines: list[str], limit: int = 8) -> str:
-    """Compact report: each error block (first `limit`), pointing at the cell's
-    own lines; errors inside headers keep their (shortened) header path."""
-    blocks: list[list[str]] = []
-    cur: list[str] | None = None
+def _parse_errors(log: str, cellfile: str) -> list[dict]:
+    """Compiler log -> [{file, line, kind, msg, cell_line, ptxas}] in order.
+    ``cell_line`` is the cell's own line: the diagnostic's line when it is in
+    the cell, else the outermost "at line N of <cell>" of its instantiation
+    chain (an error deep inside CuTe points back at the learner's call)."""
+    out: list[dict] = []
+    cur = None
     for raw in log.splitlines():
-        if raw.startswith("Remark: The warnings can be suppressed"):
-            continue
         m = _DIAG.match(raw) or _NVCC_DIAG.match(raw)
         if m:
-            if m.group("kind").startswith("error") or m.group("kind") == "catastrophic error":
-                where = m.group("file")
-                line = int(m.group("line"))
-                head = (
-                    f"line {line}: error: {m.group('msg').strip()}"
-                    if Path(where).name == cellfile
-                    else f"{where}:{line}: error: {m.group('msg').strip()}"
-                )
-                cur = [head]
-                if Path(where).name == cellfile and 1 <= line <= len(source_lines):
-                    cur.append(f"    {line:4d} | {source_lines[line - 1].rstrip()}")
-                blocks.append(cur)
-            else:
-                cur = None
+            kind = m.group("kind")
+            in_cell = Path(m.group("file")).name == cellfile
+            cur = dict(file=m.group("file"), line=int(m.group("line")), kind=kind,
+                       msg=m.group("msg").strip(), cell_line=int(m.group("line")) if in_cell else None,
+                       ptxas=False)
+            out.append(cur)
             continue
         pm = _PTXAS_ERR.match(raw)
         if pm:
-            msg = pm.group("msg").strip()
-            if not (msg.startswith("Ptx assembly aborted") and blocks):
-                blocks.append(["ptxas (inline PTX / code generation): " + msg])
             cur = None
+            msg = pm.group("msg").strip()
+            if not (msg.startswith("Ptx assembly aborted") and any(e["kind"] != "warning" for e in out)):
+                out.append(dict(file="ptxas", line=0, kind="error", msg=msg, cell_line=None, ptxas=True))
             continue
-        if raw.strip().endswith("detected in the compilation of") or "errors detected in" in raw:
-            continue
-        if cur is not None and raw.strip().startswith(("detected during", "instantiation of")):
-            cur.append("    " + raw.strip())
-    if not blocks:
+        if cur is not None and cur["cell_line"] is None:
+            for lm in _AT_CELL_LINE.finditer(raw):
+                if Path(lm.group(2)).name == cellfile:
+                    cur["cell_line"] = int(lm.group(1))
+    return out
+
+
+def _diagnostics(log: str, cellfile: str) -> list[tuple[int, str, str]]:
+    """(cell line, kind, message) for every diagnostic that maps to the cell."""
+    return [(e["cell_line"], "error" if e["kind"] != "warning" and e["kind"] != "remark" else e["kind"], e["msg"])
+            for e in _parse_errors(log, cellfile) if e["cell_line"] is not None]
+
+
+def _error_report(log: str, cellfile: str, source_lines: list[str], limit: int = 5) -> str:
+    """Compact report: the first `limit` distinct errors, each pointing at the
+    cell's own line (with that line quoted); an error inside a header names
+    the header but not its whole instantiation chain."""
+    errs = [e for e in _parse_errors(log, cellfile) if e["kind"] not in ("warning", "remark")]
+    if not errs:
         tail = [ln for ln in log.splitlines() if ln.strip()][-limit:]
         return "\n".join(tail) or "compilation failed (no message)"
-    shown = blocks[:limit]
-    text = "\n".join("\n".join(b) for b in shown)
+    blocks, seen, extra = [], set(), {}
+    for e in errs:
+        if not e["ptxas"] and e["cell_line"] and e["cell_line"] in seen:
+            extra[e["cell_line"]] = extra.get(e["cell_line"], 0) + 1  # knock-on errors of one line
+            continue
+        if e["ptxas"]:
+            key, lines = ("ptxas", e["msg"]), ["ptxas (inline PTX / code generation): " + e["msg"]]
+        else:
+            L = e["cell_line"]
+            inside = "" if e["file"] == "ptxas" or Path(e["file"]).name == cellfile else f" (inside {e['file']}:{e['line']})"
+            key = L if L else (e["file"], e["line"], e["msg"])
+            head = f"line {L}: error{inside}: {e['msg']}" if L else f"{e['file']}:{e['line']}: error: {e['msg']}"
+            lines = [head]
+            if L and 1 <= L <= len(source_lines):
+                lines.append(f"    {L:4d} | {source_lines[L - 1].rstrip()}")
+        if key in seen:
+            continue
+        seen.add(key)
+        blocks.append(lines)
+    for b in blocks:
+        m = re.match(r"line (\d+):", b[0])
+        if m and extra.get(int(m.group(1))):
+            n = extra[int(m.group(1))]
+            b.append(f"    (+{n} follow-on error{'s' if n > 1 else ''} from this line, in err.log)")
+    text = "\n".join("\n".join(b) for b in blocks[:limit])
     if len(blocks) > limit:
-        text += f"\n... and {len(blocks) - limit} more errors (see err.log)"
+        text += f"\n... and {len(blocks) - limit} more errors (the full log is err.log)"
     return text
 
 
