@@ -10,6 +10,8 @@ bench   CUDA-event timing, L2 flushed, median and spread, ratio to a peer (bench
 device  the GPU's name, measured ceilings, published peaks (device.py)
 score   a measurement → nbgrader partial credit (score.py); speed() does a whole cell
 plot    roofline and perf-vs-size pictures (plot.py)
+cuda_cells  %%cuda cells: CUDA C++ / CuTe compiled with NVRTC, launched on torch tensors
+sass    machine-code rubric of compiled kernels (HMMA, LDSM, HGMMA, …) with no GPU needed
 Command line: ``python -m grader doctor | grade NB | release | scoreboard``.
 """
 from ._mode import SIMULATOR, gpu_count
@@ -19,11 +21,14 @@ if SIMULATOR:
 
     _sim.install()
 
-from . import device, plot  # noqa: E402
+from . import cuda_cells, device, plot, sass  # noqa: E402
 from .bench import Measurement, bench  # noqa: E402
 from .check import CheckFailed, Problem, check  # noqa: E402
 from .score import points_for, speed_points  # noqa: E402
 from .speed import speed, sweep, sweep_plot  # noqa: E402
+
+
+cuda_cells.register_magic()  # %%cuda NAME cells; does nothing outside IPython
 
 
 def mode() -> str:
@@ -35,4 +40,4 @@ def mode() -> str:
 
 
 __all__ = ["SIMULATOR", "gpu_count", "check", "Problem", "CheckFailed", "bench", "Measurement",
-           "speed", "sweep", "sweep_plot", "speed_points", "points_for", "device", "plot", "mode"]
+           "speed", "sweep", "sweep_plot", "speed_points", "points_for", "device", "plot", "mode", "cuda_cells", "sass"]

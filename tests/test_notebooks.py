@@ -39,7 +39,7 @@ def graded_chapter(request, tmp_path_factory):
 def test_solutions_earn_every_correctness_point(graded_chapter):
     ch, solutions, reference, _ = graded_chapter
     speed = set().union(*(speed_cells(nb) for nb in solutions))
-    assert reference, f"{ch}: no graded cells"
+    # a chapter may so far hold only ungraded demo notebooks: they must still run cleanly
     for g in reference:
         if g.cell in speed:
             assert g.score == 0 and "not graded: no GPU" in g.reason, g
