@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -154,7 +155,9 @@ def flush_l2() -> None:
 
 def keep_gpu_busy(microseconds: int = 50) -> None:
     """Queue a one-thread kernel that sleeps, so work queued after it starts back to back."""
-    _sleep[1, 1](microseconds)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # Numba's low-occupancy warning would reach stderr
+        _sleep[1, 1](microseconds)
 
 
 def _make_sleep():

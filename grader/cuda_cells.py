@@ -1024,8 +1024,9 @@ class CudaKernel:
     def _get(self):
         if self._kernel is None:
             obj = self.module._load()
-            key = self.name if self.name in self.module.symbol_mapping else self.symbol
-            self._kernel = obj.get_kernel(key)
+            # always the lowered (mangled) symbol: cuda.core 1.2.0 hands a template's
+            # name-expression mapping to the driver as str and fails ("expected bytes")
+            self._kernel = obj.get_kernel(self.symbol.encode())
         return self._kernel
 
     def __getitem__(self, cfg):
