@@ -63,7 +63,7 @@ def perf_vs_size(series: dict, unit: str = "GB/s", ceiling: float | None = None,
 def ladder(rows: list, title: str = "% of the peer", target: float | None = None, ax=None):
     """rows: (label, fraction of peer). A vertical line marks the target."""
     plt = _plt()
-    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(6.5, 0.5 + 0.45 * len(rows)))
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(6.5, 1.6 + 0.45 * len(rows)))
     labels = [r[0] for r in rows]
     vals = [100 * r[1] if r[1] is not None and math.isfinite(r[1]) else 0 for r in rows]
     ax.barh(labels, vals, color="tab:blue")
