@@ -14,8 +14,15 @@ def md(s):
     CELLS.append(nbf.v4.new_markdown_cell(s.strip("\n")))
 
 
-def code(s):
-    CELLS.append(nbf.v4.new_code_cell(s.strip("\n")))
+def code(s, grade_id=None, points=None):
+    """A code cell; with grade_id, an nbgrader cell: a solution cell, or a graded test with points."""
+    cell = nbf.v4.new_code_cell(s.strip("\n"))
+    if grade_id:
+        cell.metadata["nbgrader"] = {
+            "grade": points is not None, "solution": points is None, "locked": points is not None,
+            "grade_id": grade_id, "schema_version": 3, "task": False,
+            **({"points": points} if points is not None else {})}
+    CELLS.append(cell)
 
 
 md("""
@@ -90,13 +97,15 @@ extern "C" __global__ void mma_tile(const unsigned short* A, const unsigned shor
   course::cp_async_wait<0>();
   __syncthreads();
 
-  // Each lane points ldmatrix at one 16-byte row of one 8x8 tile.
   unsigned a[4], b[2];
+  float c[4] = {0.f, 0.f, 0.f, 0.f}, d[4];
+  // Exercise (about 3 lines): ldmatrix A (x4) and Bt (x2) into a and b, then one mma into d.
+  // BEGIN SOLUTION
+  // Each lane points ldmatrix at one 16-byte row of one 8x8 tile.
   course::ldmatrix_x4(a[0], a[1], a[2], a[3], sA + (lane % 16) * 16 + (lane / 16) * 8);
   course::ldmatrix_x2(b[0], b[1], sB + (lane % 8) * 16 + ((lane / 8) % 2) * 8);
-
-  float c[4] = {0.f, 0.f, 0.f, 0.f}, d[4];
   course::mma_m16n8k16_f16(d, a, b, c);
+  // END SOLUTION
 
   int g = lane / 4, t = lane % 4;   // accumulator layout of m16n8
   C[g * 8 + 2 * t] = d[0];
@@ -104,11 +113,16 @@ extern "C" __global__ void mma_tile(const unsigned short* A, const unsigned shor
   C[(g + 8) * 8 + 2 * t] = d[2];
   C[(g + 8) * 8 + 2 * t + 1] = d[3];
 }
+""", grade_id="mma_tile_exercise")
+
+md("""
+**Graded (works without a GPU):** the machine code must show the tensor-core MMA (`HMMA`), the
+`ldmatrix` loads (`LDSM`) and the `cp.async` copies (`LDGSTS`), and no local-memory traffic.
 """)
 
 code("""
 sass.require(mma, "mma_tile", present=["HMMA", "LDSM", "LDGSTS"], absent=["LDL", "STL"])
-""")
+""", grade_id="test_mma_tile_sass", points=2)
 
 md("""
 ## 3. The same instruction through CuTe
