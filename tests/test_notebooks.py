@@ -54,12 +54,24 @@ def test_untouched_stubs_earn_nothing(graded_chapter):
         assert g.reason, f"{g.notebook}:{g.cell} lost its points without a reason"
 
 
-def _submission(tmp_path: Path, old: str, new: str) -> Path:
+LEARNER_KERNEL = """
+@cuda.jit
+def vector_add(a, b, c):
+    i = cuda.grid(1)
+    BODY
+
+
+def launch_vector_add(a, b, c):
+    vector_add[(c.size + 255) // 256, 256](a, b, c)
+"""
+
+
+def _submission(tmp_path: Path, body: str) -> Path:
+    """Lesson 01.01 as a learner might hand it in, with ``body`` as the kernel's body."""
     src = ROOT / "solutions" / "01_elementwise" / "01_threads_and_blocks.ipynb"
     nb = nbformat.read(src, as_version=4)
     cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "v1_vector_add")
-    assert old in cell.source
-    cell.source = cell.source.replace(old, new)
+    cell.source = LEARNER_KERNEL.replace("BODY", body)
     out = tmp_path / src.name
     nbformat.write(nb, out)
     return out
@@ -71,7 +83,7 @@ def lesson_0101_course(tmp_path_factory):
 
 
 def test_wrong_submission_loses_that_cell_with_a_reason(tmp_path, lesson_0101_course):
-    wrong = _submission(tmp_path, "c[i] = a[i] + b[i]", "c[i] = a[i] - b[i]")
+    wrong = _submission(tmp_path, "if i < c.size:\n        c[i] = a[i] - b[i]")
     grades = {g.cell: g for g in autograde([wrong], "01_elementwise", lesson_0101_course,
                                            student="wrong", env=SIM_ENV)}
     assert grades["test_vector_add_visible"].score == 0
@@ -80,8 +92,7 @@ def test_wrong_submission_loses_that_cell_with_a_reason(tmp_path, lesson_0101_co
 
 
 def test_hung_kernel_costs_its_cells_and_the_rest_is_graded(tmp_path, lesson_0101_course):
-    hung = _submission(tmp_path, "    if i < c.size:\n        c[i] = a[i] + b[i]",
-                       "    while i < c.size:\n        c[i] = a[i] + b[i]")
+    hung = _submission(tmp_path, "while i < c.size:\n        c[i] = a[i] + b[i]")   # i never advances
     grades = autograde([hung], "01_elementwise", lesson_0101_course, student="hung",
                        env={**SIM_ENV, "GRADER_SIM_TIMEOUT": "3"})
     by_cell = {g.cell: g for g in grades}
