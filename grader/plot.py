@@ -41,8 +41,9 @@ def roofline(points: list, mem_GBps: float, peak_TFLOPs: float, title: str = "Ro
 
 
 def perf_vs_size(series: dict, unit: str = "GB/s", ceiling: float | None = None,
-                 ceiling_label: str = "copy bandwidth", title: str = "", ax=None):
-    """series: label -> list of (size, value). A dashed line marks the peer's ceiling."""
+                 ceiling_label: str = "copy bandwidth", title: str = "", ax=None,
+                 xlabel: str = "problem size (elements)"):
+    """series: label -> list of (x, value), x a size by default. A dashed line marks the peer's ceiling."""
     plt = _plt()
     fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(6.5, 4.2))
     for label, pts in series.items():
@@ -51,7 +52,7 @@ def perf_vs_size(series: dict, unit: str = "GB/s", ceiling: float | None = None,
     if ceiling:
         ax.axhline(ceiling, color="k", ls="--", lw=1, label=f"{ceiling_label} ({ceiling:,.0f} {unit})")
     ax.set_xscale("log", base=2)
-    ax.set_xlabel("problem size (elements)")
+    ax.set_xlabel(xlabel)
     ax.set_ylabel(unit)
     ax.set_title(title)
     ax.legend(fontsize=8)
