@@ -115,3 +115,46 @@ def grid_diagram(n: int, threads_per_block: int, blocks: int | None = None, titl
                  f"{total - n} idle threads (hatched)", fontsize=9)
     fig.tight_layout()
     return fig
+
+
+def warp_sectors(patterns: dict, sector_bytes: int = 32, word_bytes: int = 4, title: str | None = None):
+    """What one warp-wide load fetches from memory, for several access patterns.
+
+    patterns: label -> byte addresses touched by the 32 threads of a warp in one instruction.
+    Memory moves in sectors of ``sector_bytes``. Each sector the warp touches is drawn as a
+    row of words, the words a thread asked for shaded: a coalesced pattern fills a few sectors,
+    a strided one fetches a whole sector per thread and uses one word of it.
+    """
+    plt = _plt()
+    from matplotlib.patches import Rectangle
+
+    words = sector_bytes // word_bytes
+    rows = []
+    for label, addrs in patterns.items():
+        addrs = np.asarray(addrs, dtype=np.int64)
+        sectors = np.unique(addrs // sector_bytes)
+        rows.append((label, addrs, sectors))
+    most = max(len(s) for _, _, s in rows)
+    fig, axes = plt.subplots(len(rows), 1, figsize=(min(13, 1.5 + 0.36 * most * words / 8 * 2), 1.25 * len(rows) + 0.4))
+    axes = np.atleast_1d(axes)
+    cmap = plt.get_cmap("viridis")
+    for ax, (label, addrs, sectors) in zip(axes, rows):
+        where = {int(s): k for k, s in enumerate(sectors)}
+        for k in range(len(sectors)):
+            ax.add_patch(Rectangle((k * (words + 1), 0), words, 1, facecolor="white", edgecolor="0.4"))
+        for t, a in enumerate(addrs):
+            k = where[int(a // sector_bytes)]
+            w = int(a % sector_bytes) // word_bytes
+            ax.add_patch(Rectangle((k * (words + 1) + w, 0), 1, 1, facecolor=cmap(t / max(1, len(addrs) - 1)),
+                                   edgecolor="0.4", lw=0.3))
+        used = len(np.unique(addrs // word_bytes)) * word_bytes
+        fetched = len(sectors) * sector_bytes
+        ax.set_title(f"{label}: {len(sectors)} sectors = {fetched} B fetched for {used} B used "
+                     f"({100 * used / fetched:.0f}%)", fontsize=9, loc="left")
+        ax.set_xlim(-0.5, most * (words + 1))
+        ax.set_ylim(-0.2, 1.2)
+        ax.axis("off")
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig

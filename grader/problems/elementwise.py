@@ -77,9 +77,9 @@ transpose = Problem(
     reference=lambda a: {"t": a.T.astype(np.float64)},
     # a row, a column, not square and not a multiple of any tile, then a large square one
     sizes=[(1, 1), (1, 1000), (1000, 1), (1023, 517), (4096, 4096)],
-    sim_sizes=[(1, 1), (1, 300), (300, 1), (67, 45), (64, 96)],
+    sim_sizes=[(1, 1), (1, 100), (100, 1), (67, 45), (40, 72)],
     hidden_sizes=[(7, 13), (1, 65_537), (65_537, 1), (2053, 1031), (3001, 4099)],
-    hidden_sim_sizes=[(3, 5), (1, 257), (257, 1), (61, 97), (128, 64)],
+    hidden_sim_sizes=[(3, 5), (1, 257), (257, 1), (61, 97), (64, 64)],
     tolerance=lambda shape, dtype: (0.0, 0.0),     # moving bits: exact
     hint=("t[j, i] must equal a[i, j]. Tiles at the right and bottom edges are partial: guard every "
           "read with the shape of `a` and every write with the shape of `t` (they differ)."),
