@@ -144,3 +144,29 @@ bias_gelu = Problem(
     target=0.70,
     floor=0.20,
 )
+
+
+def _bias_silu_reference(x, bias):
+    from ..formats import bf16_to_f64
+
+    v = bf16_to_f64(x) + bf16_to_f64(bias)[None, :]
+    with np.errstate(over="ignore"):
+        return {"y": v / (1.0 + np.exp(-v))}
+
+
+bias_silu = Problem(
+    name="bias + SiLU (bf16)",
+    make_inputs=_bias_act_inputs,
+    outputs=_bias_act_outputs,
+    reference=_bias_silu_reference,
+    sizes=bias_gelu.sizes,
+    sim_sizes=bias_gelu.sim_sizes,
+    hidden_sizes=bias_gelu.hidden_sizes,
+    hidden_sim_sizes=bias_gelu.hidden_sim_sizes,
+    hint="y = silu(x + bias[column]) = v / (1 + exp(-v)), in float32, rounded once to bf16.",
+    bytes_moved=bias_gelu.bytes_moved,
+    bench_size=bias_gelu.bench_size,
+    peer="copy",
+    target=0.70,
+    floor=0.20,
+)
