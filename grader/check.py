@@ -40,6 +40,34 @@ DEFAULT_TOLERANCE = {
 }
 
 
+@dataclass(frozen=True)
+class Encoded:
+    """A number format NumPy lacks, stored in an unsigned integer dtype of the same width.
+
+    bf16 lives in uint16 (see grader.formats.BF16). An output declared with an Encoded
+    dtype is allocated in ``storage``, poisoned with ``poison`` (a NaN bit pattern no
+    arithmetic produces), and compared as ``decode(stored)`` in float64.
+    """
+
+    name: str
+    storage: str                                  # NumPy dtype the bits live in, e.g. "uint16"
+    decode: Callable[[np.ndarray], np.ndarray]    # stored bits -> float64 values
+    poison: int
+    tolerance: tuple = (0.0, 0.0)                 # default (rtol, atol)
+
+    @property
+    def itemsize(self) -> int:
+        return np.dtype(self.storage).itemsize
+
+    def __str__(self) -> str:
+        return f"{self.name} (stored as {self.storage})"
+
+
+def storage_dtype(dtype) -> np.dtype:
+    """The NumPy dtype an output of ``dtype`` (a dtype or an Encoded) is stored in."""
+    return np.dtype(dtype.storage) if isinstance(dtype, Encoded) else np.dtype(dtype)
+
+
 class CheckFailed(AssertionError):
     """The kernel gave a wrong answer. The message says where and why."""
 
@@ -74,9 +102,12 @@ class Problem:
     floor: float = 0.0               # fraction at or below which speed earns nothing
 
     def tolerances(self, size, dtype) -> tuple:
+        dtype = dtype if isinstance(dtype, Encoded) else np.dtype(dtype)
         if self.tolerance is not None:
-            return self.tolerance(size, np.dtype(dtype))
-        return DEFAULT_TOLERANCE.get(np.dtype(dtype), (0.0, 0.0))
+            return self.tolerance(size, dtype)
+        if isinstance(dtype, Encoded):
+            return dtype.tolerance
+        return DEFAULT_TOLERANCE.get(dtype, (0.0, 0.0))
 
     def visible_sizes(self) -> list:
         return self.sim_sizes if SIMULATOR else self.sizes
@@ -86,8 +117,10 @@ class Problem:
 
 
 # ---------------------------------------------------------------- poison
-def _poison_bits(dtype: np.dtype):
+def _poison_bits(dtype):
     """A quiet NaN with a payload no arithmetic produces (ints: the most negative value)."""
+    if isinstance(dtype, Encoded):
+        return np.array(dtype.poison, dtype=dtype.storage)
     dtype = np.dtype(dtype)
     if dtype.kind == "f":
         uint = np.dtype(f"u{dtype.itemsize}")
@@ -100,14 +133,13 @@ def _poison_bits(dtype: np.dtype):
 
 def poisoned(shape, dtype) -> np.ndarray:
     """A host array of ``shape`` + guard zone, every element poison. Returns the flat buffer."""
-    dtype = np.dtype(dtype)
     n = int(np.prod(shape, dtype=np.int64))
-    bits = _poison_bits(dtype)
-    return np.full(n + GUARD_ELEMENTS, bits, dtype=bits.dtype).view(dtype)
+    bits = _poison_bits(dtype)           # an Encoded format brings its own NaN pattern
+    return np.full(n + GUARD_ELEMENTS, bits, dtype=bits.dtype).view(storage_dtype(dtype))
 
 
-def _is_poison(a: np.ndarray) -> np.ndarray:
-    bits = _poison_bits(a.dtype)
+def _is_poison(a: np.ndarray, dtype=None) -> np.ndarray:
+    bits = _poison_bits(a.dtype if dtype is None else dtype)
     return a.view(bits.dtype) == bits
 
 
@@ -143,11 +175,17 @@ def _fmt(x) -> str:
 
 
 # ---------------------------------------------------------------- comparison
-def compare(name: str, got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> list[str]:
-    """Return failure lines (empty if ``got`` matches ``want``)."""
+def compare(name: str, got: np.ndarray, want: np.ndarray, rtol: float, atol: float,
+            dtype=None) -> list[str]:
+    """Return failure lines (empty if ``got`` matches ``want``).
+
+    dtype: an :class:`Encoded` format when ``got`` holds its stored bits (compared decoded).
+    """
     if got.shape != want.shape:
         return [f"`{name}` has shape {got.shape}, expected {want.shape}"]
-    unwritten = _is_poison(got)
+    unwritten = _is_poison(got, dtype)
+    if isinstance(dtype, Encoded):
+        got = dtype.decode(got)
     if got.dtype.kind == "f":
         g = got.astype(np.float64)
         bad = ~np.isfinite(g) | ~(np.abs(g - want) <= atol + rtol * np.abs(want))
@@ -241,14 +279,14 @@ def run_once(launch: Callable, problem: Problem, size, seed: int) -> list[str]:
         flat = padded_out[k].copy_to_host()
         n = int(np.prod(shape, dtype=np.int64))
         got = flat[:n].reshape(shape)
-        if not _is_poison(flat[n:]).all():
-            first = n + int(np.argmin(_is_poison(flat[n:])))
+        if not _is_poison(flat[n:], dtype).all():
+            first = n + int(np.argmin(_is_poison(flat[n:], dtype)))
             failures.append(
                 f"`{k}`: the kernel wrote past the end of the array (flat index {first}, size {n}). "
                 "Threads beyond the data must do nothing: guard with `if i < n:`.")
             continue
         rtol, atol = problem.tolerances(size, dtype)
-        failures += compare(k, got, np.asarray(want[k]), rtol, atol)
+        failures += compare(k, got, np.asarray(want[k]), rtol, atol, dtype=dtype)
     for k, v in inputs.items():
         if isinstance(v, np.ndarray):
             after = padded_in[k].copy_to_host()[: v.size].reshape(v.shape)

@@ -41,8 +41,9 @@ def roofline(points: list, mem_GBps: float, peak_TFLOPs: float, title: str = "Ro
 
 
 def perf_vs_size(series: dict, unit: str = "GB/s", ceiling: float | None = None,
-                 ceiling_label: str = "copy bandwidth", title: str = "", ax=None):
-    """series: label -> list of (size, value). A dashed line marks the peer's ceiling."""
+                 ceiling_label: str = "copy bandwidth", title: str = "", ax=None,
+                 xlabel: str = "problem size (elements)"):
+    """series: label -> list of (x, value), x a size by default. A dashed line marks the peer's ceiling."""
     plt = _plt()
     fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(6.5, 4.2))
     for label, pts in series.items():
@@ -51,7 +52,7 @@ def perf_vs_size(series: dict, unit: str = "GB/s", ceiling: float | None = None,
     if ceiling:
         ax.axhline(ceiling, color="k", ls="--", lw=1, label=f"{ceiling_label} ({ceiling:,.0f} {unit})")
     ax.set_xscale("log", base=2)
-    ax.set_xlabel("problem size (elements)")
+    ax.set_xlabel(xlabel)
     ax.set_ylabel(unit)
     ax.set_title(title)
     ax.legend(fontsize=8)
@@ -112,5 +113,48 @@ def grid_diagram(n: int, threads_per_block: int, blocks: int | None = None, titl
     ax.axis("off")
     ax.set_title(title or f"n = {n}, {threads_per_block} threads per block → {blocks} blocks, "
                  f"{total - n} idle threads (hatched)", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def warp_sectors(patterns: dict, sector_bytes: int = 32, word_bytes: int = 4, title: str | None = None):
+    """What one warp-wide load fetches from memory, for several access patterns.
+
+    patterns: label -> byte addresses touched by the 32 threads of a warp in one instruction.
+    Memory moves in sectors of ``sector_bytes``. Each sector the warp touches is drawn as a
+    row of words, the words a thread asked for shaded: a coalesced pattern fills a few sectors,
+    a strided one fetches a whole sector per thread and uses one word of it.
+    """
+    plt = _plt()
+    from matplotlib.patches import Rectangle
+
+    words = sector_bytes // word_bytes
+    rows = []
+    for label, addrs in patterns.items():
+        addrs = np.asarray(addrs, dtype=np.int64)
+        sectors = np.unique(addrs // sector_bytes)
+        rows.append((label, addrs, sectors))
+    most = max(len(s) for _, _, s in rows)
+    fig, axes = plt.subplots(len(rows), 1, figsize=(min(13, 1.5 + 0.36 * most * words / 8 * 2), 1.25 * len(rows) + 0.4))
+    axes = np.atleast_1d(axes)
+    cmap = plt.get_cmap("viridis")
+    for ax, (label, addrs, sectors) in zip(axes, rows):
+        where = {int(s): k for k, s in enumerate(sectors)}
+        for k in range(len(sectors)):
+            ax.add_patch(Rectangle((k * (words + 1), 0), words, 1, facecolor="white", edgecolor="0.4"))
+        for t, a in enumerate(addrs):
+            k = where[int(a // sector_bytes)]
+            w = int(a % sector_bytes) // word_bytes
+            ax.add_patch(Rectangle((k * (words + 1) + w, 0), 1, 1, facecolor=cmap(t / max(1, len(addrs) - 1)),
+                                   edgecolor="0.4", lw=0.3))
+        used = len(np.unique(addrs // word_bytes)) * word_bytes
+        fetched = len(sectors) * sector_bytes
+        ax.set_title(f"{label}: {len(sectors)} sectors = {fetched} B fetched for {used} B used "
+                     f"({100 * used / fetched:.0f}%)", fontsize=9, loc="left")
+        ax.set_xlim(-0.5, most * (words + 1))
+        ax.set_ylim(-0.2, 1.2)
+        ax.axis("off")
+    if title:
+        fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return fig

@@ -7,6 +7,10 @@
   The simulator's own threads cannot be interrupted by Jupyter's timeout, so
   we stop them ourselves: each simulated CUDA thread gets an exception raised
   inside it, and threads parked in ``syncthreads`` are released first.
+* Shared memory starts as NaN (float arrays): a thread that reads an element no
+  thread has written yet -- typically a missing ``cuda.syncthreads()`` -- gets
+  NaN, which every check refuses. (The simulator's own arrays start with
+  whatever ``np.empty`` returns, which could hide such a read.)
 * Warp intrinsics (shuffles, votes) are added when ``grader.sim_warp`` exists.
 
 Nothing here does anything unless the simulator is active.
@@ -21,6 +25,7 @@ import threading
 DEFAULT_TIMEOUT_S = float(os.environ.get("GRADER_SIM_TIMEOUT", "60"))
 _timeout_s = DEFAULT_TIMEOUT_S
 _installed = False
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 class KernelTimeout(RuntimeError):
@@ -100,6 +105,39 @@ def run_bounded(fn, name: str = "kernel", seconds: float | None = None):
     )
 
 
+def _poison_shared_memory() -> None:
+    """Fill each new float ``cuda.shared.array`` with NaN instead of leftover bytes."""
+    import sys
+
+    import numpy as np
+    from numba.cuda.simulator import kernelapi
+    from numba.cuda import types
+    from numba.cuda.np import numpy_support
+
+    original_array = kernelapi.FakeCUDAShared.array
+
+    def array(self, shape, dtype, alignment=None):
+        if shape == 0 or alignment is not None:          # dynamic shared memory, errors: unchanged
+            return original_array(self, shape, dtype, alignment)
+        # the simulator keys static allocations by the kernel's source line (file, line): so do we,
+        # looking past any wrapper of this function inside the grader package (e.g. a tracer)
+        caller = sys._getframe(1)
+        while caller.f_back is not None and caller.f_code.co_filename.startswith(_PACKAGE_DIR):
+            caller = caller.f_back
+        key = (caller.f_code.co_filename, caller.f_lineno)
+        arr = self._allocations.get(key)
+        if arr is None:
+            if isinstance(dtype, types.Type):
+                dtype = numpy_support.as_dtype(dtype)
+            fresh = np.empty(shape, dtype)
+            if fresh.dtype.kind == "f":
+                fresh.fill(np.nan)
+            arr = self._allocations.setdefault(key, fresh)   # atomic: concurrent threads agree
+        return arr
+
+    kernelapi.FakeCUDAShared.array = array
+
+
 def install() -> None:
     """Bound every top-level simulated launch and add warp intrinsics. Idempotent."""
     global _installed
@@ -116,6 +154,7 @@ def install() -> None:
         return run_bounded(lambda: original_call(self, *args), name=self.fn.__name__)
 
     simkernel.FakeCUDAKernel.__call__ = bounded_call
+    _poison_shared_memory()
     try:
         from . import sim_warp
     except ImportError:

@@ -31,3 +31,142 @@ vector_add = Problem(
     target=0.50,
     floor=0.10,
 )
+
+
+# ---------------------------------------------------------------- 01.02 saxpy
+def _saxpy_inputs(rng: np.random.Generator, n: int) -> dict:
+    return {"a": np.float32(rng.uniform(0.5, 2.0)),
+            "x": rng.standard_normal(n, dtype=np.float32),
+            "y": rng.standard_normal(n, dtype=np.float32)}
+
+
+saxpy = Problem(
+    name="saxpy",
+    make_inputs=_saxpy_inputs,
+    outputs=lambda n, inputs: {"z": ((n,), np.float32)},
+    reference=lambda a, x, y: {"z": np.float64(a) * x.astype(np.float64) + y.astype(np.float64)},
+    sizes=[1, 1000, 1_000_003, 1 << 24],
+    sim_sizes=[1, 1000, 4099],
+    hidden_sizes=[7, 65_537, 10_000_019],
+    hidden_sim_sizes=[3, 2049, 5003],
+    # a·x rounds once (or not at all, fused into an FMA): |a·x| ≤ 2 × 5.5, half an ulp of 11 ≈ 5e-7
+    tolerance=lambda n, dtype: (1e-5, 2e-6),
+    hint="z[i] = a * x[i] + y[i] for every i < n: a grid-stride loop must visit each i exactly once.",
+    bytes_moved=lambda n: 3 * 4 * n,    # 3 × 4 B per element: read x, read y, write z
+    flops=None,                         # 2 FLOP per element (multiply, add): graded in GB/s
+    bench_size=1 << 27,                 # 3 × 512 MiB
+    peer="copy",
+    target=0.60,
+    floor=0.15,
+)
+
+
+def saxpy_flops(n: int) -> int:
+    return 2 * n                        # one multiply and one add per element
+
+
+# ---------------------------------------------------------------- 01.03 transpose
+def _matrix(rng: np.random.Generator, shape: tuple) -> dict:
+    return {"a": rng.standard_normal(shape, dtype=np.float32)}
+
+
+transpose = Problem(
+    name="transpose",
+    make_inputs=_matrix,
+    outputs=lambda shape, inputs: {"t": ((shape[1], shape[0]), np.float32)},
+    reference=lambda a: {"t": a.T.astype(np.float64)},
+    # a row, a column, not square and not a multiple of any tile, then a large square one
+    sizes=[(1, 1), (1, 1000), (1000, 1), (1023, 517), (4096, 4096)],
+    sim_sizes=[(1, 1), (1, 100), (100, 1), (67, 45), (40, 72)],
+    hidden_sizes=[(7, 13), (1, 65_537), (65_537, 1), (2053, 1031), (3001, 4099)],
+    hidden_sim_sizes=[(3, 5), (1, 257), (257, 1), (61, 97), (64, 64)],
+    tolerance=lambda shape, dtype: (0.0, 0.0),     # moving bits: exact
+    hint=("t[j, i] must equal a[i, j]. Tiles at the right and bottom edges are partial: guard every "
+          "read with the shape of `a` and every write with the shape of `t` (they differ)."),
+    bytes_moved=lambda shape: 2 * 4 * shape[0] * shape[1],   # read a, write t: 4 B each per element
+    bench_size=(8192, 8192),            # 256 MiB each way, 5× the L2 of an H100
+    peer="copy",
+    target=0.50,
+    floor=0.35,                         # the naive transpose reached 41% of copy on an H200
+)
+
+
+# ---------------------------------------------------------------- 01.04 bias + GELU in bf16
+GELU_C = np.sqrt(2.0 / np.pi)           # GELU, tanh form: 0.5 v (1 + tanh(C (v + 0.044715 v³)))
+
+
+def gelu_tanh_f64(v: np.ndarray) -> np.ndarray:
+    v = np.asarray(v, dtype=np.float64)
+    return 0.5 * v * (1.0 + np.tanh(GELU_C * (v + 0.044715 * v**3)))
+
+
+def _bias_act_inputs(rng: np.random.Generator, shape: tuple) -> dict:
+    from ..formats import f32_to_bf16
+
+    m, n = shape
+    x = rng.standard_normal((m, n), dtype=np.float32) * 2
+    # LLM activations have a few outlier channels, orders of magnitude larger than the rest.
+    # bf16 holds them (float32's range); fp16 (largest 65504) turns them into inf.
+    outliers = rng.choice(n, size=max(1, n // 64), replace=False)
+    x[:, outliers] *= np.float32(1e5)
+    bias = rng.standard_normal(n, dtype=np.float32)
+    return {"x": f32_to_bf16(x), "bias": f32_to_bf16(bias)}        # (m, n), (n,) bf16 as uint16
+
+
+def _bias_gelu_reference(x, bias):
+    from ..formats import bf16_to_f64
+
+    return {"y": gelu_tanh_f64(bf16_to_f64(x) + bf16_to_f64(bias)[None, :])}
+
+
+def _bias_act_outputs(shape, inputs):
+    from ..formats import BF16
+
+    return {"y": (shape, BF16)}
+
+
+bias_gelu = Problem(
+    name="bias + GELU (bf16)",
+    make_inputs=_bias_act_inputs,
+    outputs=_bias_act_outputs,
+    reference=_bias_gelu_reference,
+    # (rows, features): one element, a row, a column, odd widths, then a large one
+    sizes=[(1, 1), (1, 4096), (4096, 1), (333, 1000), (2048, 4096)],
+    sim_sizes=[(1, 1), (1, 300), (300, 1), (37, 129), (16, 512)],
+    hidden_sizes=[(7, 13), (1, 65_537), (65_537, 1), (1000, 4099), (4096, 2052)],
+    hidden_sim_sizes=[(3, 5), (1, 1031), (257, 1), (61, 97), (8, 1024)],
+    tolerance=None,                     # BF16's default: 2^-7 relative (twice one rounding), 1e-6 absolute
+    hint=("y = gelu(x + bias[column]), rounded once to bf16 at the end. Do the math in float32: "
+          "fp16 overflows above 65504 and bf16 arithmetic loses several ulps."),
+    bytes_moved=lambda shape: 2 * 2 * shape[0] * shape[1] + 2 * shape[1],  # read x, write y (2 B each), read bias once
+    bench_size=(32768, 4096),           # 2^27 elements: 256 MiB each way
+    peer="copy",
+    target=0.70,
+    floor=0.20,
+)
+
+
+def _bias_silu_reference(x, bias):
+    from ..formats import bf16_to_f64
+
+    v = bf16_to_f64(x) + bf16_to_f64(bias)[None, :]
+    with np.errstate(over="ignore"):
+        return {"y": v / (1.0 + np.exp(-v))}
+
+
+bias_silu = Problem(
+    name="bias + SiLU (bf16)",
+    make_inputs=_bias_act_inputs,
+    outputs=_bias_act_outputs,
+    reference=_bias_silu_reference,
+    sizes=bias_gelu.sizes,
+    sim_sizes=bias_gelu.sim_sizes,
+    hidden_sizes=bias_gelu.hidden_sizes,
+    hidden_sim_sizes=bias_gelu.hidden_sim_sizes,
+    hint="y = silu(x + bias[column]) = v / (1 + exp(-v)), in float32, rounded once to bf16.",
+    bytes_moved=bias_gelu.bytes_moved,
+    bench_size=bias_gelu.bench_size,
+    peer="copy",
+    target=0.70,
+    floor=0.20,
+)
