@@ -26,6 +26,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from . import bf16 as _bf16
 from ._mode import SIMULATOR
 
 GUARD_ELEMENTS = 256  # poisoned elements after every array: writes there are out of bounds
@@ -37,6 +38,7 @@ DEFAULT_TOLERANCE = {
     np.dtype(np.float64): (1e-12, 1e-12),
     np.dtype(np.float32): (1e-5, 1e-6),
     np.dtype(np.float16): (1e-3, 1e-4),   # 2^-11 relative rounding, plus fp32 math
+    _bf16.BF16: (8e-3, 1e-5),             # 2^-9 relative rounding (bf16 bits in uint16), plus fp32 math
 }
 
 
@@ -89,6 +91,8 @@ class Problem:
 def _poison_bits(dtype: np.dtype):
     """A quiet NaN with a payload no arithmetic produces (ints: the most negative value)."""
     dtype = np.dtype(dtype)
+    if _bf16.is_bf16(dtype):
+        return np.array(_bf16.NAN_BITS, dtype=np.uint16)
     if dtype.kind == "f":
         uint = np.dtype(f"u{dtype.itemsize}")
         pattern = {2: 0x7E5A, 4: 0x7FC0DEAD, 8: 0x7FF8DEADBEEF0BAD}[dtype.itemsize]
@@ -103,11 +107,12 @@ def poisoned(shape, dtype) -> np.ndarray:
     dtype = np.dtype(dtype)
     n = int(np.prod(shape, dtype=np.int64))
     bits = _poison_bits(dtype)
-    return np.full(n + GUARD_ELEMENTS, bits, dtype=bits.dtype).view(dtype)
+    flat = np.full(n + GUARD_ELEMENTS, bits, dtype=bits.dtype)
+    return flat if _bf16.is_bf16(dtype) else flat.view(dtype)   # bf16: stored as plain uint16
 
 
-def _is_poison(a: np.ndarray) -> np.ndarray:
-    bits = _poison_bits(a.dtype)
+def _is_poison(a: np.ndarray, dtype=None) -> np.ndarray:
+    bits = _poison_bits(a.dtype if dtype is None else dtype)
     return a.view(bits.dtype) == bits
 
 
@@ -143,11 +148,20 @@ def _fmt(x) -> str:
 
 
 # ---------------------------------------------------------------- comparison
-def compare(name: str, got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> list[str]:
-    """Return failure lines (empty if ``got`` matches ``want``)."""
+def compare(name: str, got: np.ndarray, want: np.ndarray, rtol: float, atol: float,
+            dtype=None) -> list[str]:
+    """Return failure lines (empty if ``got`` matches ``want``).
+
+    dtype: the output's declared dtype when it differs from ``got.dtype`` (bf16.BF16:
+    ``got`` holds bf16 bits, compared as the numbers they encode).
+    """
     if got.shape != want.shape:
         return [f"`{name}` has shape {got.shape}, expected {want.shape}"]
-    unwritten = _is_poison(got)
+    if dtype is not None and _bf16.is_bf16(dtype):
+        unwritten = got.view(np.uint16) == _bf16.NAN_BITS
+        got = _bf16.to_f32(got.view(np.uint16))
+    else:
+        unwritten = _is_poison(got)
     if got.dtype.kind == "f":
         g = got.astype(np.float64)
         bad = ~np.isfinite(g) | ~(np.abs(g - want) <= atol + rtol * np.abs(want))
@@ -241,14 +255,14 @@ def run_once(launch: Callable, problem: Problem, size, seed: int) -> list[str]:
         flat = padded_out[k].copy_to_host()
         n = int(np.prod(shape, dtype=np.int64))
         got = flat[:n].reshape(shape)
-        if not _is_poison(flat[n:]).all():
-            first = n + int(np.argmin(_is_poison(flat[n:])))
+        if not _is_poison(flat[n:], dtype).all():
+            first = n + int(np.argmin(_is_poison(flat[n:], dtype)))
             failures.append(
                 f"`{k}`: the kernel wrote past the end of the array (flat index {first}, size {n}). "
                 "Threads beyond the data must do nothing: guard with `if i < n:`.")
             continue
         rtol, atol = problem.tolerances(size, dtype)
-        failures += compare(k, got, np.asarray(want[k]), rtol, atol)
+        failures += compare(k, got, np.asarray(want[k]), rtol, atol, dtype=dtype)
     for k, v in inputs.items():
         if isinstance(v, np.ndarray):
             after = padded_in[k].copy_to_host()[: v.size].reshape(v.shape)

@@ -8,6 +8,8 @@
   we stop them ourselves: each simulated CUDA thread gets an exception raised
   inside it, and threads parked in ``syncthreads`` are released first.
 * Warp intrinsics (shuffles, votes) are added when ``grader.sim_warp`` exists.
+* Shared-memory races (a missing ``syncthreads``) raise an error instead of
+  passing by luck of the schedule (``grader.sim_race``; off with GRADER_SIM_RACECHECK=0).
 
 Nothing here does anything unless the simulator is active.
 """
@@ -122,4 +124,8 @@ def install() -> None:
         sim_warp = None
     if sim_warp is not None:
         sim_warp.install()
+    if os.environ.get("GRADER_SIM_RACECHECK", "1") != "0":
+        from . import sim_race
+
+        sim_race.install()   # after sim_warp: it wraps the syncwarp that sim_warp adds
     _installed = True

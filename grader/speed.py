@@ -50,7 +50,7 @@ def speed(launch, problem: Problem, points: float, *, target: float | None = Non
     want = problem.reference(**inputs)
     for k, (shape, dtype) in out_spec.items():
         got = outs[k][1].copy_to_host()
-        failures = compare(k, got, np.asarray(want[k]), *problem.tolerances(size, dtype))
+        failures = compare(k, got, np.asarray(want[k]), *problem.tolerances(size, dtype), dtype=dtype)
         if failures:
             raise CheckFailed(f"{problem.name}: the timed runs gave a wrong answer "
                               f"at size {size}:\n" + "\n".join(failures))
