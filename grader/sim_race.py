@@ -26,6 +26,7 @@ blocks of a launch, which is what makes the cross-block check possible.
 """
 from __future__ import annotations
 
+import sys
 import threading
 
 import numpy as np
@@ -156,18 +157,26 @@ def install() -> None:
     if _installed:
         return
     from numba.cuda.simulator import kernel, kernelapi
+    from numba.cuda.simulator.kernelapi import numpy_support, types
 
     original_array = kernelapi.FakeCUDAShared.array
+    lock = threading.Lock()
 
     def array(self, shape, dtype, alignment=None):
-        a = original_array(self, shape, dtype, alignment)
-        if shape == 0 or isinstance(a, SharedArray):
-            return a
-        cache = self.__dict__.setdefault("_race_checked", {})
-        key = id(a)
-        if key not in cache:
-            cache[key] = (a, checked(a))   # keep ``a`` alive so its id stays unique
-        return cache[key][1]
+        if shape == 0 or alignment is not None:
+            return original_array(self, shape, dtype, alignment)
+        # like the simulator, one array per source line of the kernel (the caller's
+        # file and line), but created under a lock: threads of a block arrive together
+        caller = sys._getframe(1)
+        key = (caller.f_code.co_filename, caller.f_lineno)
+        with lock:
+            allocations = self.__dict__.setdefault("_race_checked", {})
+            a = allocations.get(key)
+            if a is None:
+                if isinstance(dtype, types.Type):
+                    dtype = numpy_support.as_dtype(dtype)
+                a = allocations[key] = checked(np.empty(shape, dtype), f"shared array (line {key[1]})")
+        return a
 
     kernelapi.FakeCUDAShared.array = array
 
