@@ -8,7 +8,8 @@
 check   correctness on fresh random inputs, poisoned outputs, edge sizes (check.py)
 bench   CUDA-event timing, L2 flushed, median and spread, ratio to a peer (bench.py)
 device  the GPU's name, measured ceilings, published peaks (device.py)
-score   a measurement → nbgrader partial credit (score.py); speed() does a whole cell
+score   a measurement → nbgrader partial credit (score.py); speed() does a whole cell,
+        measure() times a version without grading it
 plot    roofline and perf-vs-size pictures (plot.py)
 Command line: ``python -m grader doctor | grade NB | release | scoreboard``.
 """
@@ -23,7 +24,7 @@ from . import device, plot  # noqa: E402
 from .bench import Measurement, bench  # noqa: E402
 from .check import CheckFailed, Problem, check  # noqa: E402
 from .score import points_for, speed_points  # noqa: E402
-from .speed import speed, sweep, sweep_plot  # noqa: E402
+from .speed import measure, speed, sweep, sweep_plot  # noqa: E402
 
 
 def mode() -> str:
@@ -35,4 +36,4 @@ def mode() -> str:
 
 
 __all__ = ["SIMULATOR", "gpu_count", "check", "Problem", "CheckFailed", "bench", "Measurement",
-           "speed", "sweep", "sweep_plot", "speed_points", "points_for", "device", "plot", "mode"]
+           "speed", "measure", "sweep", "sweep_plot", "speed_points", "points_for", "device", "plot", "mode"]
