@@ -1,19 +1,20 @@
 """bfloat16 without a bfloat16 dtype: 16 raw bits in a uint16 array.
 
 NumPy has no bfloat16 and Numba's simulator has none either, so the course
-stores bf16 tensors as their bit patterns (``np.uint16``) and kernels convert
-to float32 for the math. bf16 is the top half of a float32, so the
-conversions are a shift (and a rounding on the way back):
+stores bf16 tensors as their bit patterns (``np.uint16``, see grader.formats)
+and kernels convert to float32 for the math. bf16 is the top half of a
+float32, so the conversions are a shift (and a rounding on the way back):
 
     host    from_f32(a) -> uint16 bits (round to nearest even);  to_f32(bits) -> float32
+            (grader.formats.f32_to_bf16 / bf16_to_f32 under short names)
     device  to_float(b) -> float32;  from_float(f) -> uint16 bits
             lo(u) / hi(u): the two bf16 packed in one uint32 (element 2k is the low half)
             pack(f_lo, f_hi) -> uint32 holding two bf16
 
 On a GPU the device functions compile to a shift and a register move
 (libdevice ``int_as_float`` / ``float_as_int``); in the simulator they are
-NumPy. ``BF16`` is the dtype a Problem names for a bf16 output so that
-check() poisons it with a bf16 NaN and compares it as numbers, not bits.
+NumPy. ``BF16`` (grader.formats) is what a Problem names as a bf16 output's dtype
+so that check() poisons it with a bf16 NaN and compares it as numbers, not bits.
 With torch: ``t.view(torch.int16)`` and these bits are the same memory.
 """
 from __future__ import annotations
@@ -21,25 +22,17 @@ from __future__ import annotations
 import numpy as np
 
 from ._mode import SIMULATOR
-
-BF16 = np.dtype(np.uint16, metadata={"bf16": True})   # a bf16 array: its bits, as uint16
-NAN_BITS = 0x7FA5                                      # a bf16 NaN with an unusual payload
-
-
-def is_bf16(dtype) -> bool:
-    md = np.dtype(dtype).metadata
-    return bool(md and md.get("bf16"))
+from .formats import BF16, bf16_to_f32, f32_to_bf16  # noqa: F401  (the host side lives there)
 
 
 def from_f32(a) -> np.ndarray:
     """float array -> bf16 bits (uint16), rounding to nearest even."""
-    u = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+    return f32_to_bf16(a)
 
 
 def to_f32(bits) -> np.ndarray:
     """bf16 bits (uint16) -> float32, exactly."""
-    return (np.asarray(bits).astype(np.uint32) << 16).view(np.float32)
+    return bf16_to_f32(bits)
 
 
 def round_trip(a) -> np.ndarray:

@@ -26,7 +26,6 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import bf16 as _bf16
 from ._mode import SIMULATOR
 
 GUARD_ELEMENTS = 256  # poisoned elements after every array: writes there are out of bounds
@@ -38,8 +37,35 @@ DEFAULT_TOLERANCE = {
     np.dtype(np.float64): (1e-12, 1e-12),
     np.dtype(np.float32): (1e-5, 1e-6),
     np.dtype(np.float16): (1e-3, 1e-4),   # 2^-11 relative rounding, plus fp32 math
-    _bf16.BF16: (8e-3, 1e-5),             # 2^-9 relative rounding (bf16 bits in uint16), plus fp32 math
 }
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """A number format NumPy lacks, stored in an unsigned integer dtype of the same width.
+
+    bf16 lives in uint16 (see grader.formats.BF16). An output declared with an Encoded
+    dtype is allocated in ``storage``, poisoned with ``poison`` (a NaN bit pattern no
+    arithmetic produces), and compared as ``decode(stored)`` in float64.
+    """
+
+    name: str
+    storage: str                                  # NumPy dtype the bits live in, e.g. "uint16"
+    decode: Callable[[np.ndarray], np.ndarray]    # stored bits -> float64 values
+    poison: int
+    tolerance: tuple = (0.0, 0.0)                 # default (rtol, atol)
+
+    @property
+    def itemsize(self) -> int:
+        return np.dtype(self.storage).itemsize
+
+    def __str__(self) -> str:
+        return f"{self.name} (stored as {self.storage})"
+
+
+def storage_dtype(dtype) -> np.dtype:
+    """The NumPy dtype an output of ``dtype`` (a dtype or an Encoded) is stored in."""
+    return np.dtype(dtype.storage) if isinstance(dtype, Encoded) else np.dtype(dtype)
 
 
 class CheckFailed(AssertionError):
@@ -76,9 +102,12 @@ class Problem:
     floor: float = 0.0               # fraction at or below which speed earns nothing
 
     def tolerances(self, size, dtype) -> tuple:
+        dtype = dtype if isinstance(dtype, Encoded) else np.dtype(dtype)
         if self.tolerance is not None:
-            return self.tolerance(size, np.dtype(dtype))
-        return DEFAULT_TOLERANCE.get(np.dtype(dtype), (0.0, 0.0))
+            return self.tolerance(size, dtype)
+        if isinstance(dtype, Encoded):
+            return dtype.tolerance
+        return DEFAULT_TOLERANCE.get(dtype, (0.0, 0.0))
 
     def visible_sizes(self) -> list:
         return self.sim_sizes if SIMULATOR else self.sizes
@@ -88,11 +117,11 @@ class Problem:
 
 
 # ---------------------------------------------------------------- poison
-def _poison_bits(dtype: np.dtype):
+def _poison_bits(dtype):
     """A quiet NaN with a payload no arithmetic produces (ints: the most negative value)."""
+    if isinstance(dtype, Encoded):
+        return np.array(dtype.poison, dtype=dtype.storage)
     dtype = np.dtype(dtype)
-    if _bf16.is_bf16(dtype):
-        return np.array(_bf16.NAN_BITS, dtype=np.uint16)
     if dtype.kind == "f":
         uint = np.dtype(f"u{dtype.itemsize}")
         pattern = {2: 0x7E5A, 4: 0x7FC0DEAD, 8: 0x7FF8DEADBEEF0BAD}[dtype.itemsize]
@@ -104,11 +133,9 @@ def _poison_bits(dtype: np.dtype):
 
 def poisoned(shape, dtype) -> np.ndarray:
     """A host array of ``shape`` + guard zone, every element poison. Returns the flat buffer."""
-    dtype = np.dtype(dtype)
     n = int(np.prod(shape, dtype=np.int64))
-    bits = _poison_bits(dtype)
-    flat = np.full(n + GUARD_ELEMENTS, bits, dtype=bits.dtype)
-    return flat if _bf16.is_bf16(dtype) else flat.view(dtype)   # bf16: stored as plain uint16
+    bits = _poison_bits(dtype)           # an Encoded format brings its own NaN pattern
+    return np.full(n + GUARD_ELEMENTS, bits, dtype=bits.dtype).view(storage_dtype(dtype))
 
 
 def _is_poison(a: np.ndarray, dtype=None) -> np.ndarray:
@@ -152,16 +179,13 @@ def compare(name: str, got: np.ndarray, want: np.ndarray, rtol: float, atol: flo
             dtype=None) -> list[str]:
     """Return failure lines (empty if ``got`` matches ``want``).
 
-    dtype: the output's declared dtype when it differs from ``got.dtype`` (bf16.BF16:
-    ``got`` holds bf16 bits, compared as the numbers they encode).
+    dtype: an :class:`Encoded` format when ``got`` holds its stored bits (compared decoded).
     """
     if got.shape != want.shape:
         return [f"`{name}` has shape {got.shape}, expected {want.shape}"]
-    if dtype is not None and _bf16.is_bf16(dtype):
-        unwritten = got.view(np.uint16) == _bf16.NAN_BITS
-        got = _bf16.to_f32(got.view(np.uint16))
-    else:
-        unwritten = _is_poison(got)
+    unwritten = _is_poison(got, dtype)
+    if isinstance(dtype, Encoded):
+        got = dtype.decode(got)
     if got.dtype.kind == "f":
         g = got.astype(np.float64)
         bad = ~np.isfinite(g) | ~(np.abs(g - want) <= atol + rtol * np.abs(want))

@@ -8,8 +8,6 @@
   we stop them ourselves: each simulated CUDA thread gets an exception raised
   inside it, and threads parked in ``syncthreads`` are released first.
 * Warp intrinsics (shuffles, votes) are added when ``grader.sim_warp`` exists.
-* Shared-memory races (a missing ``syncthreads``) raise an error instead of
-  passing by luck of the schedule (``grader.sim_race``; off with GRADER_SIM_RACECHECK=0).
 
 Nothing here does anything unless the simulator is active.
 """

@@ -26,12 +26,14 @@ blocks of a launch, which is what makes the cross-block check possible.
 """
 from __future__ import annotations
 
+import os
 import sys
 import threading
 
 import numpy as np
 
 _installed = False
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 class SharedMemoryRace(RuntimeError):
@@ -168,6 +170,8 @@ def install() -> None:
         # like the simulator, one array per source line of the kernel (the caller's
         # file and line), but created under a lock: threads of a block arrive together
         caller = sys._getframe(1)
+        while caller.f_back is not None and caller.f_code.co_filename.startswith(_PACKAGE_DIR):
+            caller = caller.f_back                   # past other wrappers of this function in grader/
         key = (caller.f_code.co_filename, caller.f_lineno)
         with lock:
             allocations = self.__dict__.setdefault("_race_checked", {})

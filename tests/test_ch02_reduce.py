@@ -116,3 +116,17 @@ def test_course_has_no_solutions():
         text = nb.read_text()
         assert "BEGIN SOLUTION" not in text and "BEGIN HIDDEN TESTS" not in text, nb.name
         assert "NotImplementedError" in text, nb.name
+
+
+def test_kernels_compile_for_sm90():
+    # the GPU side without a GPU: every notebook kernel compiles to PTX for sm_90 (needs NVVM)
+    import os
+    import subprocess
+
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0"}
+    env.pop("GRADER_FORCE_SIM", None)
+    r = subprocess.run([sys.executable, str(REPO / "tests" / "gpu" / "compile_ch02.py")], env=env,
+                       capture_output=True, text=True, timeout=600)
+    if r.returncode == 77:
+        pytest.skip(r.stdout.strip() or "no NVVM to compile with")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
