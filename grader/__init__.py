@@ -8,7 +8,8 @@
 check   correctness on fresh random inputs, poisoned outputs, edge sizes (check.py)
 bench   CUDA-event timing, L2 flushed, median and spread, ratio to a peer (bench.py)
 device  the GPU's name, measured ceilings, published peaks (device.py)
-score   a measurement → nbgrader partial credit (score.py); speed() does a whole cell
+score   a measurement → nbgrader partial credit (score.py); speed() does a whole cell,
+        measure() times a version without grading it
 plot    roofline and perf-vs-size pictures (plot.py)
 cuda_cells  %%cuda cells: CUDA C++ / CuTe compiled with NVRTC, launched on torch tensors
 sass    machine-code rubric of compiled kernels (HMMA, LDSM, HGMMA, …) with no GPU needed
@@ -25,7 +26,7 @@ from . import cuda_cells, device, plot, sass  # noqa: E402
 from .bench import Measurement, bench  # noqa: E402
 from .check import CheckFailed, Problem, check  # noqa: E402
 from .score import points_for, speed_points  # noqa: E402
-from .speed import speed, sweep, sweep_plot  # noqa: E402
+from .speed import measure, speed, sweep, sweep_plot  # noqa: E402
 
 
 cuda_cells.register_magic()  # %%cuda NAME cells; does nothing outside IPython
@@ -40,4 +41,5 @@ def mode() -> str:
 
 
 __all__ = ["SIMULATOR", "gpu_count", "check", "Problem", "CheckFailed", "bench", "Measurement",
-           "speed", "sweep", "sweep_plot", "speed_points", "points_for", "device", "plot", "mode", "cuda_cells", "sass"]
+           "speed", "measure", "sweep", "sweep_plot", "speed_points", "points_for", "device", "plot", "mode",
+           "cuda_cells", "sass"]

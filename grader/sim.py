@@ -161,4 +161,8 @@ def install() -> None:
         sim_warp = None
     if sim_warp is not None:
         sim_warp.install()
+    if os.environ.get("GRADER_SIM_RACECHECK", "1") != "0":
+        from . import sim_race
+
+        sim_race.install()   # after sim_warp: it wraps the syncwarp that sim_warp adds
     _installed = True

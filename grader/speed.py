@@ -60,6 +60,29 @@ def speed(launch, problem: Problem, points: float, *, target: float | None = Non
     return earned
 
 
+def measure(launch, problem: Problem, label: str | None = None, *, size=None, peer="problem",
+            budget_s: float = 2.0) -> Measurement:
+    """Time ``launch`` at the problem's benchmark size (or ``size``) against a peer, ungraded.
+
+    For the timing right after each version of a lesson: ``print(grader.measure(launch_v1, P.x, "v1"))``.
+    peer: "problem" (the problem's own peer), "copy", a callable (e.g. a torch op) or None.
+    Without a GPU nothing is allocated or timed and the measurement says so.
+    """
+    label = label or problem.name
+    peer = problem.peer if peer == "problem" else peer
+    if SIMULATOR:
+        return Measurement(label=label)
+    size = problem.bench_size if size is None else size
+    inputs = problem.make_inputs(np.random.default_rng(0), size)
+    args = [(_to_device_padded(v)[1] if isinstance(v, np.ndarray) else v) for v in inputs.values()]
+    outs = [_device_output(shape, dtype)[1] for shape, dtype in problem.outputs(size, inputs).values()]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return bench(lambda: launch(*args, *outs), label=label, peer=peer, budget_s=budget_s,
+                     bytes=problem.bytes_moved(size) if problem.bytes_moved else None,
+                     flops=problem.flops(size) if problem.flops else None)
+
+
 def sweep(launch, problem: Problem, sizes: list, budget_s: float = 0.5) -> list:
     """GB/s (or TFLOP/s) of ``launch`` at each size, for a perf-vs-size plot. [] without a GPU."""
     if SIMULATOR:

@@ -1,0 +1,132 @@
+"""Chapter 02 (reduce) in the simulator: the reference kernels pass, the wrong ones are caught.
+
+The reference kernels are the solution notebooks' own cells (tests/ch02_cells.py).
+"""
+import grader  # noqa: F401  (simulator first)
+import pytest
+
+from grader.check import CheckFailed, check
+from grader.problems import reduce as P
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ch02_cells import REPO, load  # noqa: E402
+from wrong import ch02_reduce as W  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def l01():
+    return load("01_atomics_and_trees.ipynb", ["v1_atomic", "v3_sequential"])
+
+
+@pytest.fixture(scope="module")
+def l02():
+    return load("02_warps.ipynb", ["v1_warp", "v2_block", "v3_grid_stride", "v4_two_pass", "v5_dot"])
+
+
+@pytest.fixture(scope="module")
+def l03():
+    return load("03_softmax.ipynb", ["given", "v1_naive", "online_state", "v3_online", "v4_registers"])
+
+
+@pytest.fixture(scope="module")
+def l04():
+    return load("04_norms.ipynb", ["welford", "v1_layernorm", "given", "v2_rmsnorm", "v3_registers"])
+
+
+# ---------------------------------------------------------------- references pass
+def test_block_sum_reference(l01):
+    check(l01["launch_block_sum"], P.block_sum, sizes=[1, 257, 1000], quiet=True)
+
+
+def test_sum_references(l02):
+    check(l02["launch_sum"], P.total_sum, sizes=[1, 4099], quiet=True)
+    check(l02["launch_two_pass"], P.total_sum, sizes=[2049], quiet=True)
+    check(l02["launch_dot"], P.dot, sizes=[3001], quiet=True)
+
+
+def test_softmax_references(l03):
+    sizes = [P.Rows(3, 1), P.Rows(2, 127, P.LARGE), P.Rows(1, 2048, P.LARGE)]
+    check(l03["launch_online"], P.softmax_bf16, sizes=sizes, quiet=True)
+    check(l03["launch_registers"], P.softmax_bf16, sizes=sizes, quiet=True)
+
+
+def test_norm_references(l04):
+    sizes = [P.Rows(3, 1), P.Rows(2, 127, P.LARGE), P.Rows(1, 2048, P.LARGE)]
+    check(l04["launch_rmsnorm_simple"], P.rmsnorm_bf16, sizes=sizes, quiet=True)
+    check(l04["launch_rmsnorm_registers"], P.rmsnorm_bf16, sizes=sizes, quiet=True)
+    check(l04["launch_layernorm"], P.layernorm, sizes=[P.Rows(2, 1031)], quiet=True)
+
+
+def test_scan_reference():
+    ns = load("05_scan_and_histogram.ipynb", ["v2_blelloch"])
+    check(ns["launch_scan"], P.scan, sizes=[1, 513, 2049], quiet=True)
+
+
+# ---------------------------------------------------------------- wrong kernels are caught
+def _fails(launch, problem, sizes, match):
+    with pytest.raises(CheckFailed, match=match):
+        check(launch, problem, sizes=sizes, quiet=True)
+
+
+def test_missing_syncthreads_is_caught():
+    # deterministic: the simulator's race check, not the luck of the thread schedule
+    for _ in range(2):
+        _fails(W.block_sum_missing_syncthreads, P.block_sum, [256], "shared-memory race")
+
+
+def test_shuffle_with_wrong_mask_is_caught():
+    _fails(W.sum_wrong_mask, P.total_sum, [256], "mask")
+
+
+def test_shuffle_with_wrong_width_is_caught():
+    _fails(W.sum_wrong_width, P.total_sum, [256], "elements wrong")
+
+
+def test_grid_reduction_dropping_last_block_is_caught():
+    _fails(W.sum_drops_last_block, P.total_sum, [1025], "elements wrong")
+    with pytest.raises(CheckFailed):                        # and somewhere among the hidden sizes
+        check(W.sum_drops_last_block, P.total_sum, hidden=True, quiet=True)
+
+
+def test_softmax_without_max_is_caught_on_large_rows():
+    check(W.softmax_without_max, P.softmax_bf16, sizes=[P.Rows(2, 37)], quiet=True)   # small values pass…
+    with pytest.raises(CheckFailed):                                                   # …hidden large rows do not
+        check(W.softmax_without_max, P.softmax_bf16, hidden=True, quiet=True)
+
+
+def test_fp16_accumulation_is_caught():
+    check(W.rmsnorm_fp16_accumulation, P.rmsnorm_bf16, sizes=[P.Rows(2, 37)], quiet=True)
+    with pytest.raises(CheckFailed):
+        check(W.rmsnorm_fp16_accumulation, P.rmsnorm_bf16, hidden=True, quiet=True)
+
+
+# ---------------------------------------------------------------- problems and release
+def test_tolerances_scale_with_length():
+    assert P.total_sum.tolerances(1 << 20, None)[0] > P.total_sum.tolerances(1000, None)[0]
+    assert P.softmax_bf16.tolerances(P.Rows(1, 1 << 20), None)[0] > P.softmax_bf16.tolerances(P.Rows(1, 8), None)[0]
+
+
+def test_course_has_no_solutions():
+    course = sorted((REPO / "course" / "02_reduce").glob("*.ipynb"))
+    assert len(course) == 5
+    for nb in course:
+        text = nb.read_text()
+        assert "BEGIN SOLUTION" not in text and "BEGIN HIDDEN TESTS" not in text, nb.name
+        assert "NotImplementedError" in text, nb.name
+
+
+def test_kernels_compile_for_sm90():
+    # the GPU side without a GPU: every notebook kernel compiles to PTX for sm_90 (needs NVVM)
+    import os
+    import subprocess
+
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0"}
+    env.pop("GRADER_FORCE_SIM", None)
+    r = subprocess.run([sys.executable, str(REPO / "tests" / "gpu" / "compile_ch02.py")], env=env,
+                       capture_output=True, text=True, timeout=600)
+    if r.returncode == 77:
+        pytest.skip(r.stdout.strip() or "no NVVM to compile with")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
