@@ -43,10 +43,6 @@ def _async_raise(thread_id: int, exc_type) -> None:
     ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), ctypes.py_object(exc_type))
 
 
-def _clear_async(thread_id: int) -> None:
-    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), None)
-
-
 def _stop_simulated_threads() -> None:
     from numba.cuda.simulator.kernel import BlockThread
 
@@ -70,33 +66,35 @@ def time_limit(seconds: float):
 
 
 def run_bounded(fn, name: str = "kernel", seconds: float | None = None):
-    """Call ``fn()``; if it is still running after ``seconds``, stop it and raise KernelTimeout."""
+    """Call ``fn()``; if it is still running after ``seconds``, stop it and raise KernelTimeout.
+
+    Only the simulated CUDA threads are interrupted (an exception raised inside each); the
+    simulator's block manager then re-raises it in the caller. Nothing is ever raised
+    asynchronously in the caller itself, so a kernel that ends just as the bound expires
+    cannot leave a stray exception to surface in a later cell.
+    """
     seconds = _timeout_s if seconds is None else seconds
-    caller = threading.get_ident()
-    lock = threading.Lock()
-    state = {"done": False, "fired": False}
+    done = threading.Event()
+    fired = threading.Event()
 
-    def on_timeout():
-        with lock:
-            if state["done"]:
-                return
-            state["fired"] = True
+    def watchdog():
+        if done.wait(seconds):
+            return
+        fired.set()
+        # keep stopping until the launch returns: blocks start one after another
+        while not done.is_set():
             _stop_simulated_threads()
-            _async_raise(caller, _Stop)
+            done.wait(0.05)
 
-    timer = threading.Timer(seconds, on_timeout)
-    timer.daemon = True
-    timer.start()
+    watcher = threading.Thread(target=watchdog, name="grader-sim-watchdog", daemon=True)
+    watcher.start()
     try:
         return fn()
     except _Stop:
-        pass
+        if not fired.is_set():
+            raise
     finally:
-        with lock:
-            state["done"] = True
-        timer.cancel()
-        if state["fired"]:
-            _clear_async(caller)  # in case fn returned before the exception landed
+        done.set()
     raise KernelTimeout(
         f"`{name}` did not finish within {seconds:g} s in the simulator and was stopped. "
         "Look for a loop whose index never advances, or a wait on another block "

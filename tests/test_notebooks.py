@@ -16,7 +16,7 @@ from grader.autograde import autograde, chapters_in, make_scratch_course
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = chapters_in(ROOT)
-SIM_ENV = {"GRADER_FORCE_SIM": "1", "NUMBA_ENABLE_CUDASIM": "1", "GRADER_SIM_TIMEOUT": "20"}
+SIM_ENV = {"GRADER_FORCE_SIM": "1", "NUMBA_ENABLE_CUDASIM": "1", "GRADER_SIM_TIMEOUT": "60"}
 
 
 def speed_cells(nb_path: Path) -> set:
