@@ -12,7 +12,7 @@ getting the answer without writing the kernel:
   never reach it any other way than through a copy back, which is also
   refused (``copy_to_device`` into an output from the host).
 * **torch** (cuBLAS behind torch.matmul, or any other torch operation on the
-  learner's arrays): if torch is already imported, a dispatch mode records
+  learner's arrays): if torch is installed, a dispatch mode records
   every aten operation run during the launch; any one of them is refused.
 
 It cannot stop a determined learner calling cuBLAS through ctypes; it stops
@@ -89,7 +89,11 @@ def _patched_module(mod, name, replacement):
 def _torch_mode(stack: contextlib.ExitStack, seen: list):
     torch = sys.modules.get("torch")
     if torch is None:
-        return
+        import importlib.util
+
+        if importlib.util.find_spec("torch") is None:
+            return
+        import torch  # installed but not yet imported: the launch function could import it itself
     try:
         from torch.utils._python_dispatch import TorchDispatchMode
     except ImportError:  # very old torch
