@@ -26,7 +26,7 @@ from . import cuda_cells, device, plot, sass  # noqa: E402
 from .bench import Measurement, bench  # noqa: E402
 from .check import CheckFailed, Problem, check  # noqa: E402
 from .score import points_for, speed_points  # noqa: E402
-from .speed import measure, speed, sweep, sweep_plot  # noqa: E402
+from .speed import ladder_plot, measure, speed, sweep, sweep_plot  # noqa: E402
 
 
 cuda_cells.register_magic()  # %%cuda NAME cells; does nothing outside IPython
@@ -41,5 +41,5 @@ def mode() -> str:
 
 
 __all__ = ["SIMULATOR", "gpu_count", "check", "Problem", "CheckFailed", "bench", "Measurement",
-           "speed", "measure", "sweep", "sweep_plot", "speed_points", "points_for", "device", "plot", "mode",
+           "speed", "measure", "sweep", "sweep_plot", "ladder_plot", "speed_points", "points_for", "device", "plot", "mode",
            "cuda_cells", "sass"]

@@ -100,6 +100,7 @@ class Problem:
     peer: str | None = "copy"        # what speed is a fraction of (see bench.bench)
     target: float = 1.0              # fraction of the peer that earns full speed points
     floor: float = 0.0               # fraction at or below which speed earns nothing
+    library_free: bool = False       # refuse host (numpy) and torch computation in the launch (library_guard)
 
     def tolerances(self, size, dtype) -> tuple:
         dtype = dtype if isinstance(dtype, Encoded) else np.dtype(dtype)
@@ -231,6 +232,10 @@ def _explain_exception(exc: BaseException) -> str:
     from .sim import KernelTimeout
 
     text = f"{type(exc).__name__}: {exc}"
+    from .library_guard import LibraryCall
+
+    if isinstance(exc, LibraryCall):
+        return f"refused: {exc}"
     if isinstance(exc, NotImplementedError):
         return "not implemented yet: replace `raise NotImplementedError()` with your code."
     if isinstance(exc, KernelTimeout):
@@ -263,8 +268,14 @@ def run_once(launch: Callable, problem: Problem, size, seed: int) -> list[str]:
     for k, (shape, dtype) in out_spec.items():
         padded_out[k], dev_out[k] = _device_output(shape, dtype)
 
+    if problem.library_free:
+        from .library_guard import guard
+        guarded = guard(tuple(dev_out.values()))
+    else:
+        import contextlib
+        guarded = contextlib.nullcontext()
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), guarded:
             warnings.simplefilter("ignore")   # performance advice must not reach stderr
             returned = launch(*dev_in.values(), *dev_out.values())
             cuda.synchronize()
@@ -300,14 +311,22 @@ def fresh_seed() -> int:
 
 
 def check(launch: Callable, problem: Problem, sizes: list | None = None, seed: int | None = None,
-          hidden: bool = False, quiet: bool = False) -> None:
+          hidden: bool = False, quiet: bool = False, gpu_only: bool = False) -> float | None:
     """Check ``launch`` on ``problem`` at each size; raise CheckFailed on the first wrong size.
 
     sizes   defaults to the problem's visible sizes (simulator sizes without a GPU);
             ``hidden=True`` uses its hidden sizes instead.
     seed    defaults to a fresh random seed per size.
+    gpu_only  for kernels the simulator cannot run (compiled CUDA C++ cells): without a
+            GPU print "not graded: no GPU" and return 0.0 (nbgrader's partial credit: the
+            cell earns nothing, without an error). With a GPU it checks as usual and
+            returns None (a cell that does not fail earns its points).
     """
     __tracebackhide__ = True
+    if gpu_only and SIMULATOR:
+        print(f"{problem.name}: correctness not graded: no GPU (a compiled CUDA kernel needs one to run). "
+              "Run this notebook on a CUDA GPU for these points.")
+        return 0.0
     if sizes is None:
         sizes = problem.secret_sizes() if hidden else problem.visible_sizes()
     for size in sizes:

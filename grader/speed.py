@@ -126,3 +126,35 @@ def sweep_plot(launch, problem: Problem, sizes: list, title: str = ""):
     return plot.perf_vs_size({"reference " + problem.name: [tuple(r) for r in saved["rows"]]},
                              ceiling=saved["peer_value"], ceiling_label=saved["peer"],
                              title=title or f"{problem.name} on {saved['device']} (recorded)")
+
+
+def ladder_plot(versions: dict, problem: Problem, title: str = "", size=None, extra: list | None = None):
+    """The closing "% of the peer" ladder: each version's speed as a fraction of the problem's peer.
+
+    versions: label -> launch function, timed now on a GPU (at the problem's benchmark size, or
+    ``size``) and recorded for the scoreboard. ``extra``: (label, fraction) rows measured elsewhere
+    (e.g. earlier lessons' kernels), drawn below. Without a GPU it draws the reference solution's
+    recorded ladder (results/scoreboard.json), saying so.
+    """
+    from . import device, plot
+    from .record import record
+    from .scoreboard import load_recorded
+
+    if not SIMULATOR:
+        rows = []
+        for label, launch in versions.items():
+            m = measure(launch, problem, label, size=size)
+            print(m)
+            rows.append((label, m.fraction))
+        rows += list(extra or [])
+        record("ladder", problem=problem.name, rows=rows, peer=device.peer(problem.peer)[0],
+               device=device.info().name)
+        return plot.ladder(rows, title=title or f"{problem.name}: % of {device.peer(problem.peer)[0]} "
+                           f"on {device.info().name}", target=problem.target)
+    saved = load_recorded("ladder", problem.name)
+    if saved is None:
+        print("No GPU and no recorded results to show: run this lesson on a GPU for the ladder.")
+        return None
+    print(f"No GPU here: showing the reference solutions measured on {saved['device']} ({saved['date']}).")
+    return plot.ladder([tuple(r) for r in saved["rows"]], target=problem.target,
+                       title=title or f"{problem.name}: % of {saved['peer']} on {saved['device']} (recorded)")

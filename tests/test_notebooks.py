@@ -20,9 +20,12 @@ SIM_ENV = {"GRADER_FORCE_SIM": "1", "NUMBA_ENABLE_CUDASIM": "1", "GRADER_SIM_TIM
 
 
 def speed_cells(nb_path: Path) -> set:
+    """Cells that need a GPU to earn points: speed cells, and correctness cells of compiled
+    CUDA C++ kernels (``gpu_only=True``), which the simulator cannot run."""
     nb = nbformat.read(nb_path, as_version=4)
     return {c.metadata["nbgrader"]["grade_id"] for c in nb.cells
-            if c.metadata.get("nbgrader", {}).get("grade") and "grader.speed(" in c.source}
+            if c.metadata.get("nbgrader", {}).get("grade")
+            and ("grader.speed(" in c.source or "gpu_only=True" in c.source)}
 
 
 @pytest.fixture(scope="module", params=CHAPTERS)

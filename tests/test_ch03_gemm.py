@@ -1,0 +1,131 @@
+"""Chapter 03 (gemm) on the CPU: Numba references pass in the simulator, wrong kernels are caught,
+library calls are refused, compiled-cell lessons are graded 0 without a GPU (no error).
+
+The reference kernels are the solution notebooks' own cells (tests/ch03_cells.py).
+"""
+import grader  # noqa: F401  (simulator first)
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from grader.check import CheckFailed, check
+from grader.problems import gemm as P
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ch03_cells import REPO, load  # noqa: E402
+from wrong import ch03_gemm as W  # noqa: E402
+
+S = P.Shape
+
+
+@pytest.fixture(scope="module")
+def l01():
+    return load("01_naive_and_tiling.ipynb", ["v1_naive", "v2_tiled"])
+
+
+@pytest.fixture(scope="module")
+def l02():
+    return load("02_register_tiling.ipynb", ["v2_2d"])
+
+
+# ---------------------------------------------------------------- references pass
+def test_naive_reference(l01):
+    check(l01["launch_naive"], P.sgemm, sizes=[S(1, 1, 1), S(9, 20, 33), S(20, 1, 7)], quiet=True)
+
+
+def test_tiled_reference(l01):
+    check(l01["launch_tiled"], P.sgemm, sizes=[S(17, 18, 35), S(1, 17, 5)], quiet=True)
+
+
+def test_register_tiled_reference(l02):
+    check(l02["launch_2d"], P.sgemm, sizes=[S(20, 131, 9), S(129, 3, 17)], quiet=True)
+
+
+# ---------------------------------------------------------------- wrong kernels are caught
+def _fails(launch, problem, sizes, match):
+    with pytest.raises(CheckFailed, match=match):
+        check(launch, problem, sizes=sizes, quiet=True)
+
+
+def test_skipping_the_k_remainder_is_caught():
+    check(W.tiled_skips_k_remainder, P.sgemm, sizes=[S(16, 16, 32)], quiet=True)   # K a tile multiple: passes
+    _fails(W.tiled_skips_k_remainder, P.sgemm, [S(16, 16, 20)], "elements wrong")
+    with pytest.raises(CheckFailed):
+        check(W.tiled_skips_k_remainder, P.sgemm, quiet=True)                     # the visible shapes
+
+
+def test_missing_barrier_is_caught():
+    for _ in range(2):   # deterministic: the simulator's race check
+        _fails(W.tiled_missing_barrier, P.sgemm, [S(16, 16, 16)], "race")
+
+
+def test_swapped_b_layout_is_caught():
+    _fails(W.naive_b_transposed, P.sgemm, [S(5, 7, 3)], "elements wrong")
+
+
+def test_fp16_accumulation_fails_the_long_k_case():
+    check(W.bf16_fp16_accumulation, P.hgemm_bf16, sizes=[S(6, 16, 40)], quiet=True)   # short K passes…
+    with pytest.raises(CheckFailed):                                                  # …the hidden long K does not
+        check(W.bf16_fp16_accumulation, P.hgemm_bf16, sizes=P.SIM_HIDDEN_LONG_K, quiet=True)
+    assert P.SIM_HIDDEN_LONG_K[0] in P.hgemm_bf16.hidden_sim_sizes
+
+
+# ---------------------------------------------------------------- library calls are refused
+def test_numpy_on_host_is_refused():
+    _fails(W.numpy_on_host, P.sgemm, [S(5, 7, 3)], "refused.*host")
+    _fails(W.numpy_on_host_then_copy_kernel, P.sgemm, [S(5, 7, 3)], "refused.*host")
+
+
+def test_without_the_guard_numpy_on_host_would_pass():
+    # why the guard exists: check alone credits an answer computed on the CPU
+    from dataclasses import replace
+
+    check(W.numpy_on_host, replace(P.sgemm, library_free=False), sizes=[S(5, 7, 3)], quiet=True)
+
+
+def test_guard_is_lifted_after_the_check(l01):
+    from numba import cuda
+
+    _fails(W.numpy_on_host, P.sgemm, [S(2, 2, 2)], "refused")
+    d = cuda.to_device(np.arange(4, dtype=np.float32))
+    assert d.copy_to_host()[3] == 3                 # copies work again outside check
+    d.copy_to_device(np.zeros(4, np.float32))
+    check(l01["launch_naive"], P.sgemm, sizes=[S(3, 4, 5)], quiet=True)
+
+
+def test_torch_matmul_is_refused():
+    pytest.importorskip("torch")
+    _fails(W.torch_matmul, P.sgemm, [S(5, 7, 3)], "refused")
+
+
+# ---------------------------------------------------------------- problems
+def test_tolerances_scale_with_k():
+    for prob in (P.sgemm, P.hgemm_bf16, P.wmma_fp16, P.wmma_bf16):
+        assert prob.tolerances(S(8, 8, 8192), None)[1] > prob.tolerances(S(8, 8, 64), None)[1]
+
+
+def test_bf16_reference_uses_the_rounded_inputs():
+    inputs = P.hgemm_bf16.make_inputs(np.random.default_rng(1), S(3, 4, 5))
+    assert inputs["a"].dtype == np.uint16
+    from grader.formats import bf16_to_f64
+
+    want = bf16_to_f64(inputs["a"]) @ bf16_to_f64(inputs["b"])
+    np.testing.assert_array_equal(P.hgemm_bf16.reference(**inputs)["c"], want)
+
+
+def test_every_problem_has_odd_and_degenerate_shapes():
+    for prob in (P.sgemm, P.hgemm_bf16, P.wmma_fp16, P.wmma_bf16, P.cute_bf16):
+        shapes = prob.sizes + prob.hidden_sizes
+        assert any(s.M == 1 for s in shapes) and any(s.N == 1 for s in shapes)
+        assert any(s.K % 8 and s.M % 8 and s.N % 8 for s in shapes)
+        assert prob.library_free and prob.flops(S(2, 3, 4)) == 48
+
+
+# ---------------------------------------------------------------- compiled cells without a GPU
+def test_gpu_only_check_scores_zero_without_error(capsys):
+    called = []
+    got = check(lambda *a: called.append(1), P.hgemm_bf16, gpu_only=True)
+    assert got == 0.0 and not called
+    assert "not graded: no GPU" in capsys.readouterr().out
