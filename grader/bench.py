@@ -117,24 +117,53 @@ def repeat(run_once: Callable[[], float], *, before_each: Callable[[], None] | N
     return times
 
 
+HEAD_START_US = 50.0           # the least GPU work queued before the start event
+HEAD_START_MAX_US = 5000.0
+
+
+def head_start_us(host_s: list) -> float:
+    """Microseconds of GPU work to queue before the start event, given the host times of recent calls.
+
+    Twice the median of the last five host times of ``fn`` (the first call compiles and is
+    outvoted by the next ones), plus 20 µs, within [HEAD_START_US, HEAD_START_MAX_US]: a launch
+    function that makes views or launches several kernels takes the host longer than one launch.
+    """
+    if not host_s:
+        return HEAD_START_US
+    recent = sorted(host_s[-5:])
+    median = recent[len(recent) // 2]
+    return min(HEAD_START_MAX_US, max(HEAD_START_US, 2e6 * median + 20.0))
+
+
 class EventTimer:
     """Seconds one call of ``fn`` takes on the GPU, between two CUDA events.
 
-    Before the start event the GPU is given ~50 µs of work (a sleeping kernel), so
-    the host's launch overhead for ``fn`` is hidden behind it and the events time
-    only the GPU's work, not a GPU idling while Python prepares the launch.
+    Before the start event the GPU is given work (a sleeping kernel), so the host's
+    time in ``fn`` (Python preparing and launching kernels) is hidden behind it and the
+    events time only the GPU's work, not a GPU idling while Python prepares the launch.
+    The sleep is at least 50 µs and adapts to twice the host time ``fn`` has been taking
+    (``head_start_us``): otherwise a launch function that is slow on the host, or one
+    called right after a host-blocking ``before_each``, is charged for the host's time.
     """
 
-    def __init__(self):
+    def __init__(self, adaptive: bool = True):
         from numba import cuda
 
         self.cuda = cuda
         self.start, self.end = cuda.event(), cuda.event()
+        self.adaptive = adaptive
+        self.host_s: list = []
+
+    @property
+    def head_start_us(self) -> float:
+        return head_start_us(self.host_s) if self.adaptive else HEAD_START_US
 
     def __call__(self, fn: Callable[[], object]) -> float:
-        keep_gpu_busy()
+        keep_gpu_busy(self.head_start_us)
         self.start.record()
+        t0 = time.perf_counter()
         fn()
+        self.host_s.append(time.perf_counter() - t0)
         self.end.record()
         self.end.synchronize()
         return self.cuda.event_elapsed_time(self.start, self.end) / 1e3
@@ -153,19 +182,36 @@ def flush_l2() -> None:
     _fill[(_flush_buffer.size + 255) // 256, 256](_flush_buffer)
 
 
-def keep_gpu_busy(microseconds: int = 50) -> None:
-    """Queue a one-thread kernel that sleeps, so work queued after it starts back to back."""
+_sleep_ns_per_step = None
+
+
+def keep_gpu_busy(microseconds: float = HEAD_START_US) -> None:
+    """Queue a one-thread kernel that sleeps about ``microseconds``, so work queued after it
+    starts back to back. ``nanosleep`` only promises a sleep between 0 and twice the request,
+    so the length of one step is measured once (events around a 400-step sleep)."""
+    global _sleep_ns_per_step
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")   # Numba's low-occupancy warning would reach stderr
-        _sleep[1, 1](microseconds)
+        if _sleep_ns_per_step is None:
+            from numba import cuda
+
+            _sleep[1, 1](1)                # compile, load
+            a, b = cuda.event(), cuda.event()
+            _sleep[1, 1](100)              # covers the host's launch of the timed sleep
+            a.record()
+            _sleep[1, 1](400)
+            b.record()
+            b.synchronize()
+            _sleep_ns_per_step = max(100.0, min(2000.0, cuda.event_elapsed_time(a, b) * 1e6 / 400))
+        _sleep[1, 1](max(1, int(math.ceil(microseconds * 1e3 / _sleep_ns_per_step))))
 
 
 def _make_sleep():
     from numba import cuda
 
     @cuda.jit
-    def sleep(microseconds):
-        for _ in range(microseconds):
+    def sleep(steps):
+        for _ in range(steps):
             cuda.nanosleep(1000)
     return sleep
 

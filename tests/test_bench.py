@@ -4,7 +4,7 @@ import math
 import pytest
 
 import grader
-from grader.bench import Measurement, repeat, spread
+from grader.bench import HEAD_START_MAX_US, HEAD_START_US, Measurement, head_start_us, repeat, spread
 from grader.score import points_for, speed_points
 
 
@@ -49,6 +49,15 @@ def test_before_each_runs_outside_every_repetition():
     repeat(clock.run_once, before_each=lambda: calls.append(clock.calls), warmup=1, min_reps=3,
            now=clock.clock)
     assert calls == [0, 1, 2, 3]
+
+
+def test_head_start_covers_the_host_time_of_the_launch_function():
+    assert head_start_us([]) == HEAD_START_US                      # before the first call
+    assert head_start_us([5e-6] * 3) == HEAD_START_US               # one quick launch: the floor
+    # a launch function that takes the host 120 µs (views, two launches): the GPU sleeps 260 µs
+    assert head_start_us([2.0, 120e-6, 120e-6]) == pytest.approx(260.0)   # the compiling call is outvoted
+    assert head_start_us([1e-4] * 4 + [3.0]) == pytest.approx(220.0)      # one slow call (GC) is outvoted
+    assert head_start_us([3.0]) == HEAD_START_MAX_US                # bounded
 
 
 def test_measurement_figures_and_text():

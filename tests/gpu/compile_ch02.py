@@ -46,7 +46,7 @@ sys.modules["grader._mode"] = mode
 
 from ch02_cells import load  # noqa: E402
 
-f32, i32, u16, u32 = types.float32, types.int32, types.uint16, types.uint32
+f32, i32, u16, u32, u64 = types.float32, types.int32, types.uint16, types.uint32, types.uint64
 A1 = lambda t: types.Array(t, 1, "C")               # noqa: E731
 A2 = lambda t: types.Array(t, 2, "C")               # noqa: E731
 
@@ -61,11 +61,11 @@ KERNELS = [
     ("03_softmax.ipynb", ["given", "v1_naive", "v2_safe", "online_state", "v3_online", "v4_registers",
                           "v5_warp_rows"],
      [("softmax_naive", (A2(u16), A2(u16))), ("softmax_safe", (A2(u16), A2(u16))),
-      ("softmax_online", (A2(u16), A2(u16))), ("softmax_registers", (A2(u32), A2(u32))),
+      ("softmax_online", (A2(u16), A2(u16))), ("softmax_registers", (A2(u64), A2(u64))),
       ("softmax_warp_rows", (A2(u16), A2(u16)))]),
     ("04_norms.ipynb", ["welford", "v1_layernorm", "given", "v2_rmsnorm", "v3_registers"],
      [("layernorm_welford", (A2(f32), A2(f32))), ("rmsnorm_simple", (A2(u16), A1(u16), A2(u16))),
-      ("rmsnorm_registers", (A2(u32), A1(u32), A2(u32)))]),
+      ("rmsnorm_registers", (A2(u64), A1(u64), A2(u64)))]),
     ("05_scan_and_histogram.ipynb", ["v1_hillis_steele", "v2_blelloch", "h1_global", "h2_private"],
      [("scan_hillis_steele", (A1(i32), A1(i32))), ("scan_blocks", (A1(i32), A1(i32), A1(i32))),
       ("add_offsets", (A1(i32), A1(i32))), ("hist_global", (A1(i32), A1(i32))),
