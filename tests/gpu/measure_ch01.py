@@ -123,9 +123,9 @@ def main() -> int:
     print("lesson 04: bias + GELU, bf16, (32768, 4096)")
     measure("04", "v1 math.tanh, 1/thread", l04["launch_v1"], P.bias_gelu, sizes=[(333, 1000), (2048, 4096)])
     measure("04", "v2 exp + fastmath, 1/thread", l04["launch_v2"], P.bias_gelu, sizes=[(333, 1000), (2048, 4096)])
-    m_gelu, g_args, g_outs = measure("04", "v3 words, 4 rows, fused (graded)", l04["launch_bias_gelu"], P.bias_gelu,
+    m_gelu, g_args, g_outs = measure("04", "v3 words, 8 rows, fused (graded)", l04["launch_bias_gelu"], P.bias_gelu,
                                      graded=True)
-    measure("04", "v3 words, 4 rows, fused SiLU", l04["make_bias_act"](l04["silu"]), P.bias_silu)
+    measure("04", "v3 words, 8 rows, fused SiLU", l04["make_bias_act"](l04["silu"]), P.bias_silu)
     try:
         import torch
     except ImportError:
