@@ -87,12 +87,13 @@ l03 = definitions(SOL + "03_coalescing_and_transpose.ipynb", ["l03_v1", "l03_mak
                   prelude=PRELUDE, skip_imports=skip)
 ptx, c = compile_(l03["transpose_naive"], (f32_2d, f32_2d))
 show("transpose_naive", c, r"^(ld|st)\.global")
-for cfg in [(32, 8, 0), (32, 8, 1), (64, 8, 1)]:
+for cfg in [(32, 8, 0), (32, 8, 1), (64, 16, 1)]:
     ptx, c = compile_(l03["make_transpose"](*cfg).kernel, (f32_2d, f32_2d))
     show(f"transpose_tiled{cfg}", c, r"^(ld|st)\.(global|shared)|bar")
     per_thread = cfg[0] * cfg[0] // (32 * cfg[1])
-    expect(c["bar.sync"] == 1, f"tiled{cfg}: one barrier")
-    expect(c["ld.global.f32"] == per_thread, f"tiled{cfg}: loops unrolled ({per_thread} loads per thread)")
+    # two paths (whole tiles without guards, edge tiles with), each with its one barrier
+    expect(c["bar.sync"] == 2, f"tiled{cfg}: one barrier per path")
+    expect(c["ld.global.f32"] >= per_thread, f"tiled{cfg}: whole-tile loops unrolled ({per_thread} loads per thread)")
     expect(not any(k.startswith(("ld.local", "st.local")) for k in c), f"tiled{cfg}: no local memory")
 
 l04 = definitions(SOL + "04_vectors_half_precision_fusion.ipynb",
@@ -105,11 +106,11 @@ show("bias_gelu_v2 (exp, fast)", c, r"^(ld|st)\.global|ex2|rcp|div|tanh")
 expect(c["ex2.approx.ftz.f32"] == 1, "v2: exp is one ex2.approx")
 for act in ["gelu", "silu"]:
     words, elems = l04["make_bias_act"](l04[act]).kernels
-    ptx, c = compile_(words, (u64_2d, u64_1d, u64_2d), fastmath=True)
+    ptx, c = compile_(words, (u16_2d, u16_1d, u16_2d), fastmath=True)     # views itself as uint64
     show(f"bias_{act}_words", c, r"^(ld|st)\.global|ex2|div|tanh")
-    expect(c["ld.global.u64"] >= 3, f"{act} words: 8-byte loads (bias + two rows)")
-    expect(c["st.global.u64"] >= 2, f"{act} words: 8-byte stores")
-    expect(c["ex2.approx.ftz.f32"] == 8, f"{act} words: 8 fast exps per trip (2 words x 4)")
+    expect(c["ld.global.u64"] >= 9, f"{act} words: 8-byte loads (bias + eight rows)")
+    expect(c["st.global.u64"] >= 8, f"{act} words: 8-byte stores")
+    expect(c["ex2.approx.ftz.f32"] >= 32, f"{act} words: 32 fast exps per trip (8 words x 4)")
     expect(not any(k.startswith(("ld.local", "st.local", "cvt.f64", "cvt.rn.f64")) or ".f64" in k for k in c),
            f"{act} words: no float64 math, no local memory")
     ptx, c = compile_(elems, (u16_2d, u16_1d, u16_2d), fastmath=True)

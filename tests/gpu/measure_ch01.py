@@ -110,7 +110,7 @@ def main() -> int:
     for label, fn in [("v1 one element per thread", l02["launch_saxpy_v1"]),
                       ("v2 grid-stride", l02["launch_saxpy_v2"])]:
         measure("02", label, fn, P.saxpy)
-    m_saxpy, sax_args, sax_outs = measure("02", "v3 four in flight (graded)", l02["launch_saxpy"], P.saxpy,
+    m_saxpy, sax_args, sax_outs = measure("02", "v3 eight in flight (graded)", l02["launch_saxpy"], P.saxpy,
                                           graded=True)
 
     print("lesson 03: transpose 8192 x 8192 float32")
@@ -118,14 +118,14 @@ def main() -> int:
     mk = l03["make_transpose"]
     for label, cfg in [("v2 tiled 32x32 (32x8 thr)", (32, 8, 0)), ("v3 tiled 32x33 (32x8 thr)", (32, 8, 1))]:
         measure("03", label, mk(*cfg), P.transpose, sizes=[(1023, 517), (4096, 4096)])
-    measure("03", "v4 tiled 64x65 (graded)", l03["launch_transpose"], P.transpose, graded=True)
+    measure("03", "v4 64x65 staged, 32x16 thr (graded)", l03["launch_transpose"], P.transpose, graded=True)
 
     print("lesson 04: bias + GELU, bf16, (32768, 4096)")
     measure("04", "v1 math.tanh, 1/thread", l04["launch_v1"], P.bias_gelu, sizes=[(333, 1000), (2048, 4096)])
     measure("04", "v2 exp + fastmath, 1/thread", l04["launch_v2"], P.bias_gelu, sizes=[(333, 1000), (2048, 4096)])
-    m_gelu, g_args, g_outs = measure("04", "v3 words, fused (graded)", l04["launch_bias_gelu"], P.bias_gelu,
+    m_gelu, g_args, g_outs = measure("04", "v3 words, 8 rows, fused (graded)", l04["launch_bias_gelu"], P.bias_gelu,
                                      graded=True)
-    measure("04", "v3 words, fused SiLU", l04["make_bias_act"](l04["silu"]), P.bias_silu)
+    measure("04", "v3 words, 8 rows, fused SiLU", l04["make_bias_act"](l04["silu"]), P.bias_silu)
     try:
         import torch
     except ImportError:
