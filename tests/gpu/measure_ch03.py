@@ -5,7 +5,7 @@ timed in the same run at the same shape (4096³ and 8192³).
     python tests/gpu/measure_ch03.py [--sizes 4096,8192] [--json OUT.json]
 
 The kernels are the solution notebooks' own cells (tests/ch03_cells.py); the %%cuda cell of
-lesson 04 is compiled with grader.cuda_cells.compile_cuda. Exit status 1 if a goal is missed.
+lessons 04 and 05 are compiled with grader.cuda_cells.compile_cuda. Exit status 1 if a goal is missed.
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from grader.problems import gemm as P  # noqa: E402
 
 from ch03_cells import cell_source, load  # noqa: E402
 
-GOALS = {"sgemm": 0.60, "hgemm": 0.65}
+GOALS = {"sgemm": 0.60, "hgemm": 0.65, "cute": 0.65}
 
 
 def lesson04() -> dict:
@@ -35,6 +35,20 @@ def lesson04() -> dict:
     ns["hg"] = grader.cuda_cells.compile_cuda(body, name="hg")
     exec(compile(cell_source("04_mma_sync_pipeline.ipynb", "launch").replace("print(", "(lambda *a: None)("),
                  "launch", "exec"), ns)
+    return ns
+
+
+def lesson05() -> dict:
+    """The CuTe lesson: its GEMM and launchers, and its probe cell compared with the Python maps."""
+    nb = "05_cute.ipynb"
+    ns = load(nb, ["layout_functions"], setup=True)
+    quiet = lambda cid: cell_source(nb, cid).replace("plt.show()", "plt.close('all')")
+    for cid in ("layout_demo", "layout_pictures", "mma_owner"):
+        exec(compile(quiet(cid), cid, "exec"), ns)
+    ns["probe"] = grader.cuda_cells.compile_cuda(cell_source(nb, "probe").split("\n", 1)[1], name="probe")
+    exec(compile(cell_source(nb, "probe_compare"), "probe_compare", "exec"), ns)   # asserts on a GPU
+    ns["cg"] = grader.cuda_cells.compile_cuda(cell_source(nb, "v_cute").split("\n", 1)[1], name="cg")
+    exec(compile(cell_source(nb, "launch").replace("print(", "(lambda *a: None)("), "launch", "exec"), ns)
     return ns
 
 
@@ -96,12 +110,15 @@ def main():
     l03 = lesson03()
     l04 = lesson04()
     print("hgemm resources:", l04["hg"].hgemm_bf16.resources, flush=True)
+    l05 = lesson05()
+    print("cute resources:", l05["cg"].cute_gemm_bf16.resources, flush=True)
 
     # correctness at GPU shapes, visible and hidden
     for name, launch, prob in [("03 wmma f16", l03["launch_f16"], P.wmma_fp16),
                                ("03 wmma bf16", l03["launch_bf16"], P.wmma_bf16), ("01 tiled", l01["launch_tiled"], P.sgemm), ("02 2-D", l02["launch_2d"], P.sgemm),
                                ("04 hgemm", l04["launch_hgemm"], P.hgemm_bf16),
-                               ("04 v1", l04["launch_v1"], P.hgemm_bf16), ("04 v2", l04["launch_v2"], P.hgemm_bf16)]:
+                               ("04 v1", l04["launch_v1"], P.hgemm_bf16), ("04 v2", l04["launch_v2"], P.hgemm_bf16),
+                               ("05 cute", l05["launch_cute"], P.cute_bf16), ("05 v1", l05["launch_v1"], P.cute_bf16)]:
         for hidden in (False, True):
             t = time.time()
             try:
@@ -130,7 +147,9 @@ def main():
             ("03 WMMA bf16 32x32", l03["launch_bf16"], P.wmma_bf16, "bf16", None),
             ("04 v1 mma.sync 2 stages", l04["launch_v1"], P.hgemm_bf16, "bf16", None),
             ("04 v2 + swizzle", l04["launch_v2"], P.hgemm_bf16, "bf16", None),
-            ("04 v3 + 4 stages (graded)", l04["launch_hgemm"], P.hgemm_bf16, "bf16", GOALS["hgemm"])]
+            ("04 v3 + 4 stages (graded)", l04["launch_hgemm"], P.hgemm_bf16, "bf16", GOALS["hgemm"]),
+            ("05 v1 CuTe 2 stages, plain smem", l05["launch_v1"], P.cute_bf16, "bf16", None),
+            ("05 v2 CuTe swizzled, 4 stages (graded)", l05["launch_cute"], P.cute_bf16, "bf16", GOALS["cute"])]
     time_rows(rows, [P.Shape(n, n, n) for n in sizes], report)
     out = os.environ.get("OUT")
     if out:
