@@ -54,6 +54,28 @@ def _stop_simulated_threads() -> None:
             _async_raise(t.ident, _Stop)
 
 
+def _settle_after_failure(fn) -> None:
+    """After a launch that raised, end its leftover simulated threads and undo their module swap.
+
+    The simulator raises as soon as one thread fails and leaves the block's other threads
+    running ("for debugging"). Such a straggler that calls a device function can leave the
+    simulator's stand-in for ``cuda`` in the notebook's globals, so a later cell's
+    ``@cuda.jit`` fails with an AttributeError. Stop them, wait briefly, put ``cuda`` back.
+    """
+    from numba import cuda as real_cuda
+    from numba.cuda.simulator.kernel import BlockThread
+    from numba.cuda.simulator.kernelapi import FakeCUDAModule
+
+    _stop_simulated_threads()
+    for t in threading.enumerate():
+        if isinstance(t, BlockThread):
+            t.join(timeout=1.0)
+    for g in {id(fn.__globals__): fn.__globals__}.values():
+        for name, value in list(g.items()):
+            if isinstance(value, FakeCUDAModule):
+                g[name] = real_cuda
+
+
 @contextlib.contextmanager
 def time_limit(seconds: float):
     """Temporarily change the bound on each simulated launch."""
@@ -149,9 +171,24 @@ def install() -> None:
         # device functions and calls made from inside a kernel run unbounded
         if self._device or simkernel._kernel_context is not None:
             return original_call(self, *args)
-        return run_bounded(lambda: original_call(self, *args), name=self.fn.__name__)
+        try:
+            return run_bounded(lambda: original_call(self, *args), name=self.fn.__name__)
+        except BaseException:
+            _settle_after_failure(self.fn)
+            raise
 
     simkernel.FakeCUDAKernel.__call__ = bounded_call
+
+    # A stop request can land in a simulated thread just outside the simulator's own
+    # try/except (as the thread starts or ends); it must not print a traceback to stderr.
+    previous_hook = threading.excepthook
+
+    def quiet_stop(args):
+        if args.exc_type is _Stop or isinstance(args.thread, simkernel.BlockThread):
+            return
+        previous_hook(args)
+
+    threading.excepthook = quiet_stop
     _poison_shared_memory()
     try:
         from . import sim_warp
