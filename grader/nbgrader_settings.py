@@ -6,12 +6,22 @@
   ``// YOUR CODE HERE`` in the learner's copy, not Python's ``raise``.
 * Generous per-cell time limits: simulated kernels are bounded by the grader
   itself (grader.sim); the cell limit is the backstop.
+* Autograde, after running the notebook (both run in nbgrader's process, which the
+  learner's code cannot reach):
+  - :class:`StderrToStdout`: text a graded cell wrote to stderr (library warnings,
+    a learner's debug prints) becomes stdout, so it no longer zeroes the cell
+    (nbgrader scores 0 any graded cell with a stderr stream); errors still score 0.
+  - :class:`FlagTampering`: a cell the learner may edit that assigns into the grader,
+    the problems, or the timing tools (``grader.check = …``, ``setattr(…)``,
+    ``sys.modules``, ``__code__``, ``time.perf_counter = …``) costs every graded cell,
+    with a message naming the line.
 """
 from __future__ import annotations
 
 import re
 
-from nbgrader.preprocessors import ClearSolutions
+from nbgrader.preprocessors import ClearSolutions, IgnorePattern, NbGraderPreprocessor
+from nbgrader.utils import is_grade, is_locked
 
 PYTHON_STUB = "# YOUR CODE HERE\nraise NotImplementedError()"
 CPP_STUB = "// YOUR CODE HERE"
@@ -47,6 +57,65 @@ class CourseClearSolutions(ClearSolutions):
         return replaced
 
 
+class StderrToStdout(NbGraderPreprocessor):
+    """Turn the stderr stream outputs of graded cells into stdout; errors are left alone."""
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        if cell.cell_type == "code" and is_grade(cell):
+            for out in cell.get("outputs", []):
+                if out.output_type == "stream" and out.name == "stderr":
+                    out.name = "stdout"
+        return cell, resources
+
+
+# Writes into the grader, the lesson's problems, the modules timing relies on, or Python's
+# own machinery. Reading them (grader.plot.…, np.float32, time.perf_counter()) is fine.
+_WATCHED = r"(?:grader|P|problems|np|numpy|cuda|numba|time|torch|secrets|random|builtins|sys|math)"
+TAMPERING = [
+    (re.compile(rf"^\s*(?:del\s+)?{_WATCHED}(?:\.\w+)+\s*(?:[-+*/|&]?=)(?!=)", re.M), "assigns into a module"),
+    (re.compile(r"^\s*(?:grader|P)\s*(?:=(?!=)|\+=)", re.M), "rebinds `grader` or `P`"),
+    (re.compile(r"\bas\s+grader\b|^\s*del\s+(?:grader|P)\b", re.M), "rebinds `grader`"),
+    (re.compile(r"\b(?:setattr|delattr)\s*\("), "calls setattr/delattr"),
+    (re.compile(r"sys\.modules|__code__|__globals__|__builtins__|\bbuiltins\b"), "reaches into Python's machinery"),
+]
+
+
+def find_tampering(source: str) -> tuple[str, str] | None:
+    """(what, the offending line) for the first watched write in ``source``, else None."""
+    for pattern, what in TAMPERING:
+        m = pattern.search(source)
+        if m:
+            start = source.rfind("\n", 0, m.start()) + 1
+            end = source.find("\n", m.end())
+            return what, source[start:end if end >= 0 else None].strip()[:120]
+    return None
+
+
+class FlagTampering(NbGraderPreprocessor):
+    """A learner-editable cell that writes into the grader costs every graded cell (error output)."""
+
+    def preprocess(self, nb, resources):
+        found = None
+        for i, cell in enumerate(nb.cells):
+            if cell.cell_type == "code" and not is_locked(cell):
+                hit = find_tampering(cell.source)
+                if hit:
+                    found = (i, *hit)
+                    break
+        if found is None:
+            return nb, resources
+        i, what, line = found
+        from nbformat.v4 import new_output
+
+        msg = (f"cell {i} {what} (`{line}`): a notebook that changes the grader or its tools "
+               "earns no points. Remove that line; if it was innocent, ask your instructor to review.")
+        for cell in nb.cells:
+            if cell.cell_type == "code" and is_grade(cell):
+                cell.outputs.append(new_output("error", ename="GraderModified", evalue=msg,
+                                               traceback=["GraderModified: " + msg]))
+        return nb, resources
+
+
 def apply(c) -> None:
     """Apply the course settings to an nbgrader config object ``c``."""
     from nbgrader.converters import GenerateAssignment
@@ -57,5 +126,10 @@ def apply(c) -> None:
         CourseClearSolutions if p is ClearSolutions else p
         for p in GenerateAssignment.class_traits()["preprocessors"].default()
     ]
+    from nbgrader.converters import Autograde
+
+    steps = list(Autograde.class_traits()["autograde_preprocessors"].default())
+    at = steps.index(IgnorePattern) + 1          # right after Execute and IgnorePattern
+    c.Autograde.autograde_preprocessors = steps[:at] + [StderrToStdout, FlagTampering] + steps[at:]
     c.Execute.timeout = CELL_TIMEOUT_S
     c.Execute.interrupt_on_timeout = True
