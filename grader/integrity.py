@@ -94,8 +94,10 @@ def snapshot() -> None:
 
     import numpy as np
 
-    from . import bench, check, score, speed
+    from importlib import import_module
 
+    # the modules (grader.check and grader.speed are also the names of the verbs)
+    check, speed, bench, score = (import_module(f"grader.{m}") for m in ("check", "speed", "bench", "score"))
     grader = sys.modules["grader"]
     _watch(grader, "grader", ["check", "speed", "measure", "bench", "points_for", "speed_points",
                               "CheckFailed", "Problem"])

@@ -6,6 +6,8 @@
   ``// YOUR CODE HERE`` in the learner's copy, not Python's ``raise``.
 * Generous per-cell time limits: simulated kernels are bounded by the grader
   itself (grader.sim); the cell limit is the backstop.
+* Autograde puts back graded cells a learner deleted (``add_missing_cells``; nbgrader's
+  default leaves them out, and the cell is not graded at all).
 * Autograde, after running the notebook (both run in nbgrader's process, which the
   learner's code cannot reach):
   - :class:`StderrToStdout`: text a graded cell wrote to stderr (library warnings,
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 import re
 
-from nbgrader.preprocessors import ClearSolutions, IgnorePattern, NbGraderPreprocessor
+from nbgrader.preprocessors import ClearSolutions, IgnorePattern, NbGraderPreprocessor, OverwriteCells
 from nbgrader.utils import is_grade, is_locked
 
 PYTHON_STUB = "# YOUR CODE HERE\nraise NotImplementedError()"
@@ -55,6 +57,39 @@ class CourseClearSolutions(ClearSolutions):
             raise RuntimeError("no end solution statement found")
         cell.source = "\n".join(new_lines)
         return replaced
+
+
+class CourseOverwriteCells(OverwriteCells):
+    """OverwriteCells whose deleted-cell restore works when a markdown cell precedes the test.
+
+    nbgrader 0.9.6 puts a missing grade cell after the *previous source cell*, looked up among
+    the submission's grade and solution cells only: a test cell after a locked markdown cell
+    (most of ours) raises KeyError and the whole notebook fails to grade. Here the cell goes
+    after the nearest earlier source cell the submission still has (else first).
+    """
+
+    def add_missing_grade_cells(self, nb, resources):
+        import nbformat
+
+        source_nb = self.gradebook.find_notebook(self.notebook_id, self.assignment_id)
+        source_ids = [cell.name for cell in source_nb.source_cells]
+        solution_ids = {cell.name for cell in source_nb.solution_cells}
+
+        def present():
+            return {c.metadata["nbgrader"]["grade_id"]: i for i, c in enumerate(nb.cells)
+                    if "grade_id" in c.metadata.get("nbgrader", {})}
+
+        for grade_cell in source_nb.grade_cells:
+            where = present()
+            if grade_cell.name in where:
+                continue
+            self.log.warning("Missing grade cell %s encountered, adding to notebook", grade_cell.name)
+            idx = source_ids.index(grade_cell.name)
+            cell = nbformat.from_dict(self.missing_cell_transform(
+                source_nb.source_cells[idx], grade_cell.max_score, is_solution=grade_cell.name in solution_ids))
+            at = next((where[p] + 1 for p in reversed(source_ids[:idx]) if p in where), 0)
+            nb.cells.insert(at, cell)
+        return nb, resources
 
 
 class StderrToStdout(NbGraderPreprocessor):
@@ -111,7 +146,7 @@ class FlagTampering(NbGraderPreprocessor):
                "earns no points. Remove that line; if it was innocent, ask your instructor to review.")
         for cell in nb.cells:
             if cell.cell_type == "code" and is_grade(cell):
-                cell.outputs.append(new_output("error", ename="GraderModified", evalue=msg,
+                cell.outputs.insert(0, new_output("error", ename="GraderModified", evalue=msg,
                                                traceback=["GraderModified: " + msg]))
         return nb, resources
 
@@ -131,5 +166,10 @@ def apply(c) -> None:
     steps = list(Autograde.class_traits()["autograde_preprocessors"].default())
     at = steps.index(IgnorePattern) + 1          # right after Execute and IgnorePattern
     c.Autograde.autograde_preprocessors = steps[:at] + [StderrToStdout, FlagTampering] + steps[at:]
+    c.Autograde.sanitize_preprocessors = [
+        CourseOverwriteCells if p is OverwriteCells else p
+        for p in Autograde.class_traits()["sanitize_preprocessors"].default()
+    ]
+    c.OverwriteCells.add_missing_cells = True   # a deleted test cell is put back and graded
     c.Execute.timeout = CELL_TIMEOUT_S
     c.Execute.interrupt_on_timeout = True
