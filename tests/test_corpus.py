@@ -105,3 +105,22 @@ def test_corpus_simulator(tmp_path):
 @pytest.mark.gpu
 def test_corpus_gpu(tmp_path):
     _run(tmp_path, on_gpu=True, batches=1)   # one GPU: one run at a time, timings undisturbed
+
+
+def test_tamper_scan_flags_no_cell_of_the_course():
+    """The source scan (FlagTampering) must not cost an honest learner: no editable cell of any
+    solution or released lesson trips it, while the usual patches do."""
+    from nbgrader.utils import is_locked
+
+    from grader.nbgrader_settings import find_tampering
+
+    for nb_path in sorted(ROOT.glob("solutions/*/*.ipynb")) + sorted(ROOT.glob("course/*/*.ipynb")):
+        for cell in nbformat.read(nb_path, as_version=4).cells:
+            if cell.cell_type == "code" and not is_locked(cell):
+                assert find_tampering(cell.source) is None, (nb_path.name, find_tampering(cell.source))
+    for src in ["grader.check = f", "P.vector_add.hidden_sizes = [1]", "time.perf_counter = f",
+                "grader = Fake()", "setattr(grader, 'speed', f)", "import numpy as grader",
+                "torch.cuda.Event = E", "sys.modules['grader'] = m", "f.__code__ = g.__code__"]:
+        assert find_tampering(src), src
+    for src in ["x = grader.check", "print(time.perf_counter())", "c[i] = a[i] + b[i]", "t = np.float32(1)"]:
+        assert find_tampering(src) is None, src
