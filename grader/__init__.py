@@ -29,6 +29,9 @@ from .score import points_for, speed_points  # noqa: E402
 from .speed import ladder_plot, measure, speed, sweep, sweep_plot  # noqa: E402
 
 
+from . import integrity as _integrity  # noqa: E402
+
+_integrity.snapshot()        # before any learner code: what checking and timing rely on
 cuda_cells.register_magic()  # %%cuda NAME cells; does nothing outside IPython
 
 

@@ -103,23 +103,90 @@ def find_lesson(notebook: Path, root: Path | None = None) -> tuple[str, str]:
                             f"(looked in {root / 'solutions'}); keep the lesson's file name")
 
 
+class GradeRun(list):
+    """The per-cell grades of one nbgrader run, plus its exit status and log."""
+
+    returncode: int = 0
+    log: str = ""
+
+
+def not_a_notebook(path: Path) -> str | None:
+    """Why ``path`` cannot be graded as a notebook (invalid JSON or nbformat), or None if it can."""
+    import nbformat
+
+    try:
+        nbformat.validate(nbformat.read(path, as_version=4))
+    except Exception as exc:  # JSONDecodeError, NotJSONError, ValidationError, UnicodeDecodeError …
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return f"{type(exc).__name__}: {first}"[:200]
+    return None
+
+
+def _stand_in(course: Path, chapter: str, name: str, why: str) -> dict:
+    """The released (untouched) lesson, marked at the top with why it replaces the submission."""
+    import nbformat
+
+    nb = nbformat.read(course / "course" / chapter / name, as_version=4)
+    note = nbformat.v4.new_markdown_cell(
+        f"**This submission could not be read as a notebook ({why}).** It was graded as the "
+        "untouched lesson: every graded cell scores 0. Hand in the `.ipynb` file Jupyter saved.")
+    nb.cells.insert(0, note)
+    return nb
+
+
+def autograde_many(submissions: dict[str, list[Path]], chapter: str, course: Path,
+                   env: dict | None = None) -> dict[str, GradeRun]:
+    """Autograde several students' notebooks in ONE nbgrader run; return each student's grades.
+
+    A file that is not a valid notebook (broken JSON, not nbformat) would make nbgrader fail that
+    student (exit status 1, no grades): it is replaced by the released lesson, marked with why, so
+    the run still exits 0, the gradebook keeps the row (all 0), and the reason says what was wrong.
+    """
+    import nbformat
+
+    unreadable: dict[tuple[str, str], str] = {}
+    for student, notebooks in submissions.items():
+        sub = course / "submitted" / student / chapter
+        sub.mkdir(parents=True, exist_ok=True)
+        for nb in notebooks:
+            why = not_a_notebook(nb)
+            if why is None:
+                shutil.copy(nb, sub / nb.name)
+            else:
+                unreadable[(student, nb.name)] = why
+                nbformat.write(_stand_in(course, chapter, nb.name, why), sub / nb.name)
+    args = ["autograde", chapter, "--create", "--force"]
+    if len(submissions) == 1:
+        args.append(f"--student={next(iter(submissions))}")
+    else:   # only this batch: leave the course's other submissions as they were graded
+        others = sorted(p.name for p in (course / "submitted").iterdir() if p.name not in submissions)
+        if others:
+            args.append(f"--CourseDirectory.student_id_exclude={','.join(others)}")
+    r = nbgrader(args, cwd=course, env=env)
+    runs = {}
+    for student, notebooks in submissions.items():
+        graded = GradeRun()
+        graded.returncode, graded.log = r.returncode, r.stdout + r.stderr
+        for nb in notebooks:
+            out = course / "autograded" / student / chapter / nb.name
+            if not out.exists():
+                reason = _first_error_line(r.stdout + r.stderr) or "nbgrader could not grade this notebook"
+                graded += [CellGrade(nb.name, "(whole notebook)", 0.0, 0.0, reason)]
+                continue
+            rows = read_cell_grades(out)
+            why = unreadable.get((student, nb.name))
+            if why:
+                for row in rows:
+                    row.reason = f"not a valid notebook ({why}): graded as the untouched lesson"
+            graded += rows
+        runs[student] = graded
+    return runs
+
+
 def autograde(notebooks: list[Path], chapter: str, course: Path, student: str = "learner",
-              env: dict | None = None) -> list[CellGrade]:
+              env: dict | None = None) -> GradeRun:
     """Submit ``notebooks`` as ``student`` in ``course`` and autograde them; return per-cell grades."""
-    sub = course / "submitted" / student / chapter
-    sub.mkdir(parents=True, exist_ok=True)
-    for nb in notebooks:
-        shutil.copy(nb, sub / nb.name)
-    r = nbgrader(["autograde", chapter, "--create", "--force", f"--student={student}"], cwd=course, env=env)
-    graded = []
-    for nb in notebooks:
-        out = course / "autograded" / student / chapter / nb.name
-        if not out.exists():
-            reason = _first_error_line(r.stdout + r.stderr) or "nbgrader could not grade this notebook"
-            graded += [CellGrade(nb.name, "(whole notebook)", 0.0, 0.0, reason)]
-            continue
-        graded += read_cell_grades(out)
-    return graded
+    return autograde_many({student: list(notebooks)}, chapter, course, env=env)[student]
 
 
 def _first_error_line(log: str) -> str:
@@ -152,7 +219,8 @@ def _reason(cell, score, max_score) -> str:
         if out.output_type == "error":
             text = ANSI.sub("", "\n".join(out.get("traceback", [])) or f"{out.ename}: {out.evalue}")
             lines = [l for l in text.splitlines() if l.strip()]
-            return " | ".join(lines[:4])[:400]
+            shown = lines[:4] + [l for l in lines[4:] if l.strip().startswith("hint:")][:1]
+            return " | ".join(shown)[:600]
         if out.output_type == "stream" and out.name == "stderr":
             return "the cell wrote to stderr, which nbgrader scores 0: " + out.text.strip().splitlines()[0][:200]
     if score is not None and score < max_score:

@@ -19,7 +19,9 @@ the problem lists them) plus any scalar inputs, and launches the kernel.
 from __future__ import annotations
 
 import math
+import os
 import secrets
+import time
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -28,6 +30,8 @@ import numpy as np
 
 from ._mode import SIMULATOR
 
+GPU_TIMEOUT_S = float(os.environ.get("GRADER_GPU_TIMEOUT", "60"))  # one checked launch on a GPU
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 GUARD_ELEMENTS = 256  # poisoned elements after every array: writes there are out of bounds
 SHOW_MISMATCHES = 5
 
@@ -101,6 +105,19 @@ class Problem:
     target: float = 1.0              # fraction of the peer that earns full speed points
     floor: float = 0.0               # fraction at or below which speed earns nothing
     library_free: bool = False       # refuse host (numpy) and torch computation in the launch (library_guard)
+
+    def __post_init__(self):
+        from .integrity import register_problem
+
+        register_problem(self)   # at the lesson's import, before any learner code runs
+
+    def __setattr__(self, name, value):
+        object.__setattr__(self, name, value)
+        import sys
+
+        from .integrity import is_registered, register_problem
+        if is_registered(self) and sys._getframe(1).f_code.co_filename.startswith(_PACKAGE_DIR):
+            register_problem(self)   # the course's own set-up (e.g. a peer set after creation)
 
     def tolerances(self, size, dtype) -> tuple:
         dtype = dtype if isinstance(dtype, Encoded) else np.dtype(dtype)
@@ -243,10 +260,57 @@ def _explain_exception(exc: BaseException) -> str:
     if isinstance(exc, IndexError) and SIMULATOR:
         return (text + "\nhint: a thread indexed outside an array. Threads past the end of the data "
                 "must do nothing: guard with `if i < n:`.")
-    if "ILLEGAL_ADDRESS" in text.upper() or "illegal memory access" in text:
+    if any(k in text.upper() for k in _CONTEXT_FATAL) or "illegal memory access" in text:
+        global _context_lost
+        _context_lost = _context_lost or text.splitlines()[0][:200]
         return (text + "\nhint: a thread read or wrote outside an array. The CUDA context is now "
-                "unusable: restart the kernel after fixing the bounds guard.")
+                "unusable (every later GPU cell fails): restart the kernel after fixing the bounds guard.")
+    if isinstance(exc, MemoryError) or "OUT_OF_MEMORY" in text.upper() or "out of memory" in text:
+        return (text + "\nhint: out of memory: the launch function asked for more memory than the "
+                "device has. The outputs are allocated for you; allocate only the scratch space the "
+                "kernel needs, sized from the inputs.")
     return text
+
+
+# CUDA errors after which the context is unusable until the process restarts
+_CONTEXT_FATAL = ("ILLEGAL_ADDRESS", "LAUNCH_FAILED", "ILLEGAL_INSTRUCTION", "MISALIGNED_ADDRESS",
+                  "HARDWARE_STACK_ERROR", "CUDA_ERROR_ASSERT", "INVALID_PC", "CONTEXT_IS_DESTROYED")
+_context_lost: str | None = None      # why the CUDA context is unusable, once it is
+
+
+def refuse_if_context_lost() -> None:
+    """Later graded cells fail at once, with the reason, instead of a CUDA traceback (or a hang)."""
+    if _context_lost:
+        raise CheckFailed(f"the GPU is unusable since an earlier kernel failed ({_context_lost}). "
+                          "Restart the kernel (Kernel → Restart) after fixing it, then run all cells.")
+
+
+def wait_for_gpu(name: str = "the launch function") -> None:
+    """cuda.synchronize(), bounded on a GPU: a kernel that never returns raises KernelTimeout.
+
+    The kernel cannot be stopped from the host (only ending the process does), so the context is
+    then marked unusable and later graded cells fail at once with a message saying to restart.
+    """
+    from numba import cuda
+
+    if SIMULATOR:                 # simulated launches are bounded by grader.sim
+        cuda.synchronize()
+        return
+    from .sim import KernelTimeout
+
+    global _context_lost
+    done = cuda.event(timing=False)
+    done.record()
+    start = time.monotonic()
+    while not done.query():
+        if time.monotonic() - start > GPU_TIMEOUT_S:
+            _context_lost = f"a kernel of {name} did not finish within {GPU_TIMEOUT_S:g} s"
+            raise KernelTimeout(
+                f"{name} did not finish within {GPU_TIMEOUT_S:g} s on the GPU (GRADER_GPU_TIMEOUT). "
+                "Look for a loop whose index never advances or a wait on another block. The GPU is "
+                "still running it: restart the kernel (Kernel → Restart).")
+        time.sleep(0.0005)
+    cuda.synchronize()
 
 
 def run_once(launch: Callable, problem: Problem, size, seed: int) -> list[str]:
@@ -274,13 +338,19 @@ def run_once(launch: Callable, problem: Problem, size, seed: int) -> list[str]:
     else:
         import contextlib
         guarded = contextlib.nullcontext()
+    from . import integrity
+
+    integrity.count_launches()
+    launches = integrity.launch_count()
     try:
         with warnings.catch_warnings(), guarded:
             warnings.simplefilter("ignore")   # performance advice must not reach stderr
             returned = launch(*dev_in.values(), *dev_out.values())
-            cuda.synchronize()
+            wait_for_gpu(getattr(launch, "__name__", "the launch function"))
     except Exception as exc:  # the learner's code failed: say how, in one place
         return [_explain_exception(exc)]
+    integrity.verify(problem)      # the launch function may have patched the checks it is about to meet
+    launched = integrity.launch_count() > launches
     if returned is not None:
         return ["the launch function returned a value: it should write into the output "
                 "array(s) it is given and return nothing."]
@@ -303,6 +373,10 @@ def run_once(launch: Callable, problem: Problem, size, seed: int) -> list[str]:
             after = padded_in[k].copy_to_host()[: v.size].reshape(v.shape)
             if not np.array_equal(after.view(np.uint8), v.view(np.uint8)):
                 failures.append(f"input `{k}` was modified: kernels here must only write their outputs.")
+    if not failures and not launched:     # right, but not computed by a kernel of the learner's
+        failures.append("no kernel was launched: the launch function must launch your kernel "
+                        "(kernel[blocks, threads](...)). An answer computed on the host (NumPy, torch, "
+                        "copy_to_device) earns no points.")
     return failures
 
 
@@ -327,11 +401,20 @@ def check(launch: Callable, problem: Problem, sizes: list | None = None, seed: i
         print(f"{problem.name}: correctness not graded: no GPU (a compiled CUDA kernel needs one to run). "
               "Run this notebook on a CUDA GPU for these points.")
         return 0.0
+    from .integrity import GraderModified, verify
+
+    refuse_if_context_lost()
+    verify(problem)
     if sizes is None:
         sizes = problem.secret_sizes() if hidden else problem.visible_sizes()
     for size in sizes:
         s = fresh_seed() if seed is None else seed
-        failures = run_once(launch, problem, size, s)
+        try:
+            failures = run_once(launch, problem, size, s)
+        except GraderModified:
+            raise
+        except Exception as exc:   # e.g. a CUDA error surfacing in a copy after the launch
+            failures = [_explain_exception(exc)]
         if failures:
             where = "a hidden test" if hidden else problem.name
             raise CheckFailed(

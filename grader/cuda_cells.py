@@ -1127,6 +1127,9 @@ class CudaKernel:
             if cluster is not None:
                 kw["cluster"] = key[3]
             cfg = self._configs[key] = LaunchConfig(**kw)
+        from .integrity import note_launch
+
+        note_launch()
         launch(_stream_for(stream, args), cfg, kernel, *kargs)
 
 

@@ -171,6 +171,9 @@ def install() -> None:
         # device functions and calls made from inside a kernel run unbounded
         if self._device or simkernel._kernel_context is not None:
             return original_call(self, *args)
+        from .integrity import note_launch
+
+        note_launch()
         try:
             return run_bounded(lambda: original_call(self, *args), name=self.fn.__name__)
         except BaseException:

@@ -24,8 +24,26 @@ from .score import speed_points
 def speed(launch, problem: Problem, points: float, *, target: float | None = None,
           floor: float | None = None, budget_s: float = 3.0) -> float:
     __tracebackhide__ = True
+    from .check import _explain_exception, refuse_if_context_lost
+    from .integrity import GraderModified, verify
+
     target = problem.target if target is None else target
     floor = problem.floor if floor is None else floor
+    verify(problem)
+    if SIMULATOR:
+        return speed_points(Measurement(label=problem.name), target=target, floor=floor, points=points)
+    refuse_if_context_lost()
+    try:
+        return _timed(launch, problem, points, target, floor, budget_s)
+    except (CheckFailed, GraderModified):
+        raise
+    except Exception as exc:      # a CUDA error (illegal address, out of memory): say so, in one line
+        raise CheckFailed(f"{problem.name}: the timed runs failed: {_explain_exception(exc)}") from None
+
+
+def _timed(launch, problem: Problem, points: float, target: float, floor: float, budget_s: float) -> float:
+    from .integrity import verify
+
     if SIMULATOR:
         return speed_points(Measurement(label=problem.name), target=target, floor=floor, points=points)
     from numba import cuda
@@ -47,6 +65,7 @@ def speed(launch, problem: Problem, points: float, *, target: float | None = Non
                   bytes=problem.bytes_moved(size) if problem.bytes_moved else None,
                   flops=problem.flops(size) if problem.flops else None,
                   peer=problem.peer, before_each=repoison, budget_s=budget_s)
+    verify(problem)
     want = problem.reference(**inputs)
     for k, (shape, dtype) in out_spec.items():
         got = outs[k][1].copy_to_host()

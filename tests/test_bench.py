@@ -71,9 +71,9 @@ def test_measurement_figures_and_text():
 
 
 @pytest.mark.parametrize("fraction,expected", [
-    (0.0, 0.0), (0.10, 0.0), (0.30, 1.0), (0.50, 2.0), (0.9, 2.0), (math.nan, 0.0), (-1, 0.0), (math.inf, 0.0),   # an impossible figure earns nothing
+    (0.0, 0.0), (0.10, 0.0), (0.30, 1.04), (0.485, 2.0), (0.50, 2.0), (0.9, 2.0), (math.nan, 0.0), (-1, 0.0), (math.inf, 0.0),   # an impossible figure earns nothing
 ])
-def test_points_are_linear_between_floor_and_target(fraction, expected):
+def test_points_are_linear_between_floor_and_target_less_noise(fraction, expected):
     assert points_for(fraction, target=0.5, floor=0.1, points=2) == pytest.approx(expected)
 
 
@@ -81,6 +81,28 @@ def test_points_never_leave_the_range_nbgrader_accepts():
     for f in [x / 100 for x in range(-50, 300)] + [math.nan, math.inf, -math.inf]:
         p = points_for(f, target=0.9, floor=0.2, points=3)
         assert isinstance(p, float) and math.isfinite(p) and 0.0 <= p <= 3.0
+
+
+def test_a_result_within_the_noise_of_the_target_keeps_full_points():
+    from grader.score import NOISE
+
+    for target in (0.5, 0.6, 0.9, 1.0):
+        for k in range(-10, 11):                       # anywhere within ±NOISE of the target
+            f = target * (1 + NOISE * k / 10)
+            assert points_for(f, target=target, floor=0.1, points=1) == 1.0, (target, f)
+
+
+def test_rerunning_moves_points_a_little_never_a_step():
+    """Continuous rule: two runs a noise apart differ by at most the slope times the noise."""
+    from grader.score import NOISE
+
+    target, floor, pts = 0.6, 0.15, 1.0
+    full = target * (1 - NOISE)
+    for i in range(1, 400):
+        f = i / 300
+        for g in (f * (1 - NOISE), f * (1 + NOISE)):
+            bound = pts * abs(g - f) / (full - floor) + 0.011    # + rounding to 0.01
+            assert abs(points_for(g, target, floor, pts) - points_for(f, target, floor, pts)) <= bound
 
 
 def test_without_a_gpu_speed_scores_zero_and_says_so(capsys):

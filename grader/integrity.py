@@ -1,0 +1,162 @@
+"""integrity: the checks a learner's code cannot quietly switch off (within reason).
+
+A graded notebook runs the learner's cells and the grader in one Python process, so
+nothing in-process is tamper-proof. What this module catches:
+
+* **No kernel launched.** Every top-level kernel launch (Numba on a GPU, Numba's
+  simulator, ``%%cuda`` kernels) is counted; ``check`` fails a launch function that
+  launched none ("no kernel was launched"): computing the answer with NumPy or torch
+  on the host and copying it in earns nothing.
+* **A patched grader.** At ``import grader`` (the lesson's first cell, before any
+  learner code) we record the functions checking and timing rely on -- the grader's
+  own, and ``time``, ``secrets``, NumPy's and Numba's that they call -- with their
+  code objects and defaults, and each Problem's fields when it is created. ``verify``
+  (run by ``check`` and ``speed`` after the learner's launch function returns) raises
+  :class:`GraderModified` naming what changed.
+
+What it does not catch is in the README ("What the grader does not catch"): a cell
+that rebinds the name ``grader`` or replaces ``grader.check`` itself is never reached
+by this code; that is flagged outside the learner's process by
+``grader.nbgrader_settings.FlagTampering``, which reads the submission's source.
+"""
+from __future__ import annotations
+
+import sys
+
+from .check import CheckFailed
+
+_launches = 0
+_counting = False
+_recorded: dict = {}          # (owner name, attribute) -> (object, code, defaults, kwdefaults)
+_problems: dict = {}          # id(problem) -> (problem, fingerprint)
+
+
+class GraderModified(CheckFailed):
+    """Something the grader relies on was replaced or changed in this notebook."""
+
+    def _render_traceback_(self):
+        return ["\x1b[31mGraderModified\x1b[0m: " + str(self)]
+
+
+# ---------------------------------------------------------------- launch counting
+def note_launch() -> None:
+    global _launches
+    _launches += 1
+
+
+def launch_count() -> int:
+    return _launches
+
+
+def count_launches() -> None:
+    """Count Numba launches on a real GPU (the simulator and %%cuda kernels count themselves)."""
+    global _counting
+    if _counting:
+        return
+    from ._mode import SIMULATOR
+
+    if not SIMULATOR:
+        from numba.cuda.dispatcher import _LaunchConfiguration
+
+        original = _LaunchConfiguration.__call__
+
+        def counted(self, *args):
+            note_launch()
+            return original(self, *args)
+
+        _LaunchConfiguration.__call__ = counted
+    _counting = True
+
+
+# ---------------------------------------------------------------- what must not change
+def _state(obj):
+    fn = getattr(obj, "__func__", obj)
+    return (obj, getattr(fn, "__code__", None), getattr(fn, "__defaults__", None),
+            getattr(fn, "__kwdefaults__", None))
+
+
+def _watch(owner, owner_name: str, names) -> None:
+    for name in names:
+        if hasattr(owner, name):
+            _recorded[(owner_name, name)] = (owner, _state(getattr(owner, name)))
+            attr = getattr(owner, name)
+            if isinstance(attr, type):                # a class: its methods and properties too
+                for k, v in vars(attr).items():
+                    if callable(v) or isinstance(v, property):
+                        target = v.fget if isinstance(v, property) else v
+                        _recorded[(f"{owner_name}.{name}", k)] = (attr, _state(v), target)
+
+
+def snapshot() -> None:
+    """Record what checking and timing rely on. Called once, at ``import grader``."""
+    import secrets
+    import time
+
+    import numpy as np
+
+    from importlib import import_module
+
+    # the modules (grader.check and grader.speed are also the names of the verbs)
+    check, speed, bench, score = (import_module(f"grader.{m}") for m in ("check", "speed", "bench", "score"))
+    grader = sys.modules["grader"]
+    _watch(grader, "grader", ["check", "speed", "measure", "bench", "points_for", "speed_points",
+                              "CheckFailed", "Problem"])
+    for mod in (check, speed, bench, score, sys.modules[__name__]):
+        names = [k for k, v in vars(mod).items() if callable(v) and not k.startswith("__")]
+        _watch(mod, mod.__name__, names)
+    _watch(time, "time", ["perf_counter", "perf_counter_ns", "time", "monotonic", "sleep"])
+    _watch(secrets, "secrets", ["randbits"])
+    _watch(np, "numpy", ["isfinite", "abs", "array_equal", "argwhere", "full", "prod", "median",
+                         "percentile", "asarray", "allclose", "isclose"])
+    _watch(np.random, "numpy.random", ["default_rng"])
+
+
+def _numba_watch() -> None:
+    """Numba's CUDA API is loaded by the lesson's first cell: record it on first use."""
+    cuda = sys.modules.get("numba.cuda")
+    if cuda is not None and ("numba.cuda", "to_device") not in _recorded:
+        _watch(cuda, "numba.cuda", ["to_device", "device_array", "synchronize", "event",
+                                    "event_elapsed_time"])
+
+
+def register_problem(problem) -> None:
+    _problems[id(problem)] = (problem, _fingerprint(problem))
+
+
+def is_registered(problem) -> bool:
+    return id(problem) in _problems
+
+
+def _fingerprint(problem) -> tuple:
+    out = []
+    for k, v in sorted(vars(problem).items()):
+        if callable(v):
+            out.append((k, _state(v)))
+        else:
+            out.append((k, repr(v)))
+    return tuple(out)
+
+
+def verify(problem=None) -> None:
+    """Raise GraderModified if anything recorded was replaced or changed."""
+    _numba_watch()
+    changed = []
+    for (owner_name, name), entry in _recorded.items():
+        owner, state = entry[0], entry[1]
+        try:
+            now = vars(owner).get(name) if isinstance(owner, type) else getattr(owner, name)
+        except AttributeError:
+            now = None
+        if now is None or _state(now) != state:
+            changed.append(f"{owner_name}.{name}")
+    if problem is not None:
+        known = _problems.get(id(problem))
+        if known is None or known[0] is not problem:
+            changed.append(f"the problem `{getattr(problem, 'name', problem)}` (not one the course defines)")
+        elif _fingerprint(problem) != known[1]:
+            changed.append(f"the problem `{problem.name}` (its sizes, reference or tolerances)")
+    if changed:
+        raise GraderModified(
+            f"the grader was modified in this notebook ({', '.join(changed[:3])}"
+            f"{' …' if len(changed) > 3 else ''} changed): graded cells earn nothing. Restart the "
+            "kernel and remove the code that changes the grader, NumPy, Numba or `time`.")

@@ -1,0 +1,16 @@
+"""A wrong kernel, and the visible test cell rewritten to pass (source, points, lock): nbgrader
+restores the locked cell from its database and the wrong kernel is graded."""
+from . import V, WRONG_KERNEL, expect
+
+SOURCE = WRONG_KERNEL
+
+
+def edit(nb):
+    cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == V)
+    cell.source = 'print("all tests passed")'
+    cell.metadata["nbgrader"].update(points=100, locked=False)
+
+
+EXPECT = expect((0, "values are wrong"), (0, "values are wrong"), (0, "not graded: no GPU"))
+EXPECT_GPU = expect((0, "values are wrong"), (0, "values are wrong"), (0, "timed runs gave a wrong answer"))
+STATUS = "caught"

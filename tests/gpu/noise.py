@@ -1,0 +1,60 @@
+"""How noisy is a graded speed figure? Grade the lesson 01.01 reference N times in a row.
+
+    GRADER_TEST_GPU=1 python tests/gpu/noise.py [N=10]
+
+Each round is a full nbgrader autograde of solutions/01_elementwise/01_threads_and_blocks.ipynb
+in one scratch course (GRADER_RECORD collects the speed cell's measurement). Prints every
+round's figure (GB/s, % of the copy peer, points), then the spread of the figure
+((max − min) / median, and the interquartile range), and whether the speed points ever differed.
+grader.score.NOISE (the grace band below a target) must stay above the spread seen here.
+Writes the rows to $OUT/noise.json when OUT is set.
+"""
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from grader.autograde import autograde, make_scratch_course  # noqa: E402
+from grader.score import NOISE  # noqa: E402
+
+LESSON = ROOT / "solutions" / "01_elementwise" / "01_threads_and_blocks.ipynb"
+
+
+def main(rounds: int = 10) -> int:
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="noise-") as tmp:
+        course = make_scratch_course("01_elementwise", Path(tmp) / "course")
+        for r in range(rounds):
+            rec = Path(tmp) / f"record{r}.jsonl"
+            grades = autograde([LESSON], "01_elementwise", course, student=f"round{r}",
+                               env={"GRADER_RECORD": str(rec)})
+            speed = next(g for g in grades if g.cell == "speed_vector_add")
+            recs = [json.loads(line) for line in rec.read_text().splitlines()] if rec.exists() else []
+            m = next((x for x in recs if x.get("kind") == "speed"), {})
+            rows.append({"round": r, "points": speed.score, "value": m.get("value"),
+                         "fraction": m.get("fraction"), "spread": m.get("spread"), "reason": speed.reason})
+            print(f"round {r}: {m.get('value', float('nan')):8.1f} GB/s  "
+                  f"{100 * (m.get('fraction') or float('nan')):5.1f}% of copy  "
+                  f"in-run spread {100 * (m.get('spread') or float('nan')):.1f}%  points {speed.score:g}", flush=True)
+    values = [r["value"] for r in rows if r["value"]]
+    points = {r["points"] for r in rows}
+    if values:
+        med = statistics.median(values)
+        q = statistics.quantiles(values, n=4) if len(values) >= 4 else [med, med, med]
+        print(f"\nfigure: median {med:.1f} GB/s, range {100 * (max(values) - min(values)) / med:.2f}% "
+              f"of the median, interquartile {100 * (q[2] - q[0]) / med:.2f}%  (grace band NOISE = {100 * NOISE:.0f}%)")
+    print(f"speed points seen: {sorted(points)} -> {'STABLE' if len(points) == 1 else 'DIFFERED'}")
+    if os.environ.get("OUT"):
+        Path(os.environ["OUT"], "noise.json").write_text(json.dumps(rows, indent=1))
+    return 0 if len(points) == 1 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(int(sys.argv[1]) if len(sys.argv) > 1 else 10))
