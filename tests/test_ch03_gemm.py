@@ -78,11 +78,12 @@ def test_numpy_on_host_is_refused():
     _fails(W.numpy_on_host_then_copy_kernel, P.sgemm, [S(5, 7, 3)], "refused.*host")
 
 
-def test_without_the_guard_numpy_on_host_would_pass():
-    # why the guard exists: check alone credits an answer computed on the CPU
+def test_without_the_guard_numpy_on_host_is_still_refused():
+    # two independent defences: the library guard refuses the host copy, and without it
+    # check still refuses a launch function that launched no kernel (grader.integrity)
     from dataclasses import replace
 
-    check(W.numpy_on_host, replace(P.sgemm, library_free=False), sizes=[S(5, 7, 3)], quiet=True)
+    _fails(W.numpy_on_host, replace(P.sgemm, library_free=False), [S(5, 7, 3)], "no kernel was launched")
 
 
 def test_guard_is_lifted_after_the_check(l01):
