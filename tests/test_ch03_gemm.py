@@ -66,7 +66,8 @@ def test_swapped_b_layout_is_caught():
 
 
 def test_fp16_accumulation_fails_the_long_k_case():
-    check(W.bf16_fp16_accumulation, P.hgemm_bf16, sizes=[S(6, 16, 40)], quiet=True)   # short K passes…
+    # short K passes (a fixed seed: fp16 accumulation is only sometimes off by a tolerance at K=40)
+    check(W.bf16_fp16_accumulation, P.hgemm_bf16, sizes=[S(6, 16, 40)], seed=1, quiet=True)
     with pytest.raises(CheckFailed):                                                  # …the hidden long K does not
         check(W.bf16_fp16_accumulation, P.hgemm_bf16, sizes=P.SIM_HIDDEN_LONG_K, quiet=True)
     assert P.SIM_HIDDEN_LONG_K[0] in P.hgemm_bf16.hidden_sim_sizes
