@@ -21,6 +21,11 @@ from .record import record
 from .score import speed_points
 
 
+def _device_args(inputs: dict) -> list:
+    """The launch function's arguments: arrays on the device (inside poisoned guard zones), scalars as they are."""
+    return [(_to_device_padded(v)[1] if isinstance(v, np.ndarray) else v) for v in inputs.values()]
+
+
 def speed(launch, problem: Problem, points: float, *, target: float | None = None,
           floor: float | None = None, budget_s: float = 3.0) -> float:
     __tracebackhide__ = True
@@ -50,7 +55,7 @@ def _timed(launch, problem: Problem, points: float, target: float, floor: float,
 
     size = problem.bench_size
     inputs = problem.make_inputs(np.random.default_rng(fresh_seed()), size)
-    args = [(_to_device_padded(v)[1] if isinstance(v, np.ndarray) else v) for v in inputs.values()]
+    args = _device_args(inputs)
     out_spec = problem.outputs(size, inputs)
     outs = {k: _device_output(shape, dtype) for k, (shape, dtype) in out_spec.items()}
     pristine = {k: cuda.to_device(flat.copy_to_host()) for k, (flat, _) in outs.items()}
@@ -93,7 +98,7 @@ def measure(launch, problem: Problem, label: str | None = None, *, size=None, pe
         return Measurement(label=label)
     size = problem.bench_size if size is None else size
     inputs = problem.make_inputs(np.random.default_rng(0), size)
-    args = [(_to_device_padded(v)[1] if isinstance(v, np.ndarray) else v) for v in inputs.values()]
+    args = _device_args(inputs)
     outs = [_device_output(shape, dtype)[1] for shape, dtype in problem.outputs(size, inputs).values()]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -109,7 +114,7 @@ def sweep(launch, problem: Problem, sizes: list, budget_s: float = 0.5) -> list:
     rows = []
     for size in sizes:
         inputs = problem.make_inputs(np.random.default_rng(0), size)
-        args = [(_to_device_padded(v)[1] if isinstance(v, np.ndarray) else v) for v in inputs.values()]
+        args = _device_args(inputs)
         outs = [_device_output(shape, dtype)[1] for shape, dtype in problem.outputs(size, inputs).values()]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
