@@ -3,6 +3,7 @@
 roofline      where each measurement sits under the memory and compute ceilings
 perf_vs_size  GB/s (or TFLOP/s) against problem size for several versions and the peer
 ladder        every version as a fraction of its peer, one bar each
+chapter_ladder  a whole chapter's versions from one measurement run (results/<chapter>/*.json)
 
 Each returns the matplotlib Figure (notebooks display it; tests save it).
 """
@@ -78,6 +79,43 @@ def ladder(rows: list, title: str = "% of the peer", target: float | None = None
     ax.set_xlabel("% of peer (same GPU, same run)")
     ax.set_title(title)
     fig.tight_layout()
+    return fig
+
+
+def chapter_ladder(report: dict, title: str | None = None):
+    """One panel per problem size: every version of a chapter as a % of its own peer (cuBLAS fp32
+    for CUDA-core kernels, cuBLAS bf16 for tensor-core ones), all from one run.
+
+    report: {"device", "date", "rows": [{"size", "label", "fraction", "peer", "goal"}, ...]} as
+    tests/gpu/measure_ch03.py writes it. Graded versions show their goal as a red tick."""
+    plt = _plt()
+    sizes = list(dict.fromkeys(r["size"] for r in report["rows"]))
+    labels = list(dict.fromkeys(r["label"] for r in report["rows"]))
+    fig, axes = plt.subplots(1, len(sizes), sharey=True, squeeze=False,
+                             figsize=(4.2 * len(sizes) + 2.5, 1.4 + 0.38 * len(labels)))
+    for ax, size in zip(axes[0], sizes):
+        by_label = {r["label"]: r for r in report["rows"] if r["size"] == size}
+        for y, label in enumerate(labels):
+            r = by_label.get(label)
+            if r is None:
+                continue
+            v = 100 * r["fraction"] if r["fraction"] is not None and math.isfinite(r["fraction"]) else 0
+            colour = "tab:orange" if "bf16" in r["peer"] or "fp16" in r["peer"] else "tab:blue"
+            ax.barh(y, v, color=colour)
+            ax.text(v + 1, y, f"{v:.0f}%", va="center", fontsize=8)
+            if r.get("goal"):
+                ax.plot([100 * r["goal"]] * 2, [y - 0.4, y + 0.4], color="tab:red", lw=2)
+        ax.set_yticks(range(len(labels)), labels)
+        ax.set_xlim(0, 110)
+        ax.set_title(size, fontsize=10)
+        ax.set_xlabel("% of cuBLAS (same run)")
+    axes[0][0].invert_yaxis()
+    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in ("tab:blue", "tab:orange")]
+    handles.append(plt.Line2D([0], [0], color="tab:red", lw=2))
+    fig.legend(handles, ["vs cuBLAS fp32 (TF32 off)", "vs cuBLAS bf16", "goal (graded version)"],
+               loc="lower center", ncol=3, fontsize=8, frameon=False)
+    fig.suptitle(title or f"The chapter's ladder: {report['device']}, {report['date']}", fontsize=11)
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
     return fig
 
 

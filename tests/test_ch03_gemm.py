@@ -131,3 +131,19 @@ def test_gpu_only_check_scores_zero_without_error(capsys):
     got = check(lambda *a: called.append(1), P.hgemm_bf16, gpu_only=True)
     assert got == 0.0 and not called
     assert "not graded: no GPU" in capsys.readouterr().out
+
+
+def test_chapter_ladder_draws_every_version_of_the_recorded_run(tmp_path):
+    import json
+
+    import matplotlib
+    matplotlib.use("Agg")
+    from grader import plot
+
+    report = json.loads((Path(__file__).parent.parent / "results" / "ch03" / "measure_ch03.json").read_text())
+    fig = plot.chapter_ladder(report)
+    sizes = {r["size"] for r in report["rows"]}
+    labels = {r["label"] for r in report["rows"]}
+    assert len(fig.axes) == len(sizes)
+    assert {t.get_text() for t in fig.axes[0].get_yticklabels()} == labels
+    fig.savefig(tmp_path / "ladder.png")

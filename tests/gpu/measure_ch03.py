@@ -154,6 +154,7 @@ def main():
     out = os.environ.get("OUT")
     if out:
         Path(out, "measure_ch03.json").write_text(json.dumps(report, indent=1, default=float))
+        grader.plot.chapter_ladder(report).savefig(Path(out, "ladder.png"), dpi=110)
     print(json.dumps(report["checks"], indent=1))
     missed = [r for r in report["rows"] if r["goal"] and r["fraction"] < r["goal"]]
     sys.exit(1 if missed or report["errors"] else 0)
