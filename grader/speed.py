@@ -38,12 +38,29 @@ def speed(launch, problem: Problem, points: float, *, target: float | None = Non
     if SIMULATOR:
         return speed_points(Measurement(label=problem.name), target=target, floor=floor, points=points)
     refuse_if_context_lost()
+    _correct_first(launch, problem)
     try:
         return _timed(launch, problem, points, target, floor, budget_s)
     except (CheckFailed, GraderModified):
         raise
     except Exception as exc:      # a CUDA error (illegal address, out of memory): say so, in one line
         raise CheckFailed(f"{problem.name}: the timed runs failed: {_explain_exception(exc)}") from None
+
+
+def _correct_first(launch, problem: Problem) -> None:
+    """Speed is graded only for a kernel that passes the visible correctness check (fresh seeds).
+
+    The timed size alone is a weak test: a kernel with no bounds guard is right at a benchmark
+    size that is a multiple of its block, and one right only there would otherwise earn speed."""
+    from .check import check
+
+    try:
+        check(launch, problem, quiet=True)
+    except CheckFailed as exc:
+        first = str(exc).splitlines()
+        detail = " ".join(first[:2]) if first else ""
+        raise CheckFailed(f"{problem.name}: no timed runs: the kernel must pass the correctness check "
+                          f"first. {detail}") from None
 
 
 def _timed(launch, problem: Problem, points: float, target: float, floor: float, budget_s: float) -> float:
