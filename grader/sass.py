@@ -66,6 +66,8 @@ __all__ = [
     "opcodes",
     "resource_usage",
     "require",
+    "numba_sass",
+    "NumbaSass",
 ]
 
 
@@ -374,4 +376,142 @@ def require(obj, kernel: str | None = None, present: Iterable[str] = (), absent:
         rep.problems.append(f"spills registers: {ss} B stored, {sl} B loaded")
     if rep.problems and raise_:
         raise RubricFailed(f"SASS rubric failed for {rep.kernel} [{arch}]:\n  - " + "\n  - ".join(rep.problems), rep)
+    return rep
+
+
+# ---------------------------------------------------------------------------
+# Numba kernels: what the compiler makes of a @cuda.jit kernel, with or without a GPU
+# ---------------------------------------------------------------------------
+_NUMBA_CHILD = r"""
+import json, sys, types
+req = json.load(sys.stdin)
+from numba import cuda, float32, float64, int32, int64, uint32
+import numpy as np, math
+ns = {"cuda": cuda, "float32": float32, "float64": float64, "int32": int32, "int64": int64,
+      "uint32": uint32, "np": np, "math": math, "__name__": "numba_sass",
+      "grader": types.SimpleNamespace(SIMULATOR=False)}     # the cell's GPU branch (launch bounds)
+ns.update(req["constants"])
+exec(compile(req["source"], req["filename"], "exec"), ns)
+k = ns[req["kernel"]]
+lb = k.targetoptions.get("launch_bounds")
+ptx, _ = cuda.compile_ptx(k.py_func, req["signature"], cc=tuple(req["cc"]), **({"launch_bounds": lb} if lb else {}))
+json.dump({"ptx": ptx, "launch_bounds": lb}, sys.stdout)
+"""
+
+_SKIP_TOP = ("grader.", "print(grader.", "print(")
+
+
+@dataclasses.dataclass
+class NumbaSass:
+    """Instruction counts of one Numba kernel compiled for ``arch`` (see :func:`numba_sass`)."""
+    kernel: str
+    arch: str
+    counts: Counter = dataclasses.field(default_factory=Counter)   # full opcode -> count
+    ptx_counts: dict = dataclasses.field(default_factory=dict)
+    registers: int | None = None
+    spill_bytes: int | None = None
+    launch_bounds: tuple | None = None
+    error: str | None = None
+
+    def count(self, pattern: str) -> int:
+        return sum(n for op, n in self.counts.items() if _matches(pattern, op))
+
+    @property
+    def instructions(self) -> int:
+        return sum(self.counts.values())
+
+    def __str__(self):
+        if self.error:
+            return f"{self.kernel}: cannot compile here ({self.error})"
+        lds = self.count("LDS") - self.count("LDS.128") - self.count("LDS.64")
+        lb = f", launch_bounds={tuple(self.launch_bounds)}" if self.launch_bounds else ""
+        return (f"{self.kernel} [{self.arch}{lb}]: FFMA {self.count('FFMA')}, LDS.128 {self.count('LDS.128')}, "
+                f"LDS (scalar) {lds}, LDG {self.count('LDG')}, BAR {self.count('BAR')}, "
+                f"{self.instructions} instructions; {self.registers} registers, "
+                f"{self.spill_bytes} B spilled")
+
+    def _repr_pretty_(self, p, cycle):
+        p.text(str(self))
+
+
+def _ptxas_path() -> str:
+    for env in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(env) and (Path(os.environ[env]) / "bin" / "ptxas").is_file():
+            return str(Path(os.environ[env]) / "bin" / "ptxas")
+    found = _wheel_bin("ptxas") or shutil.which("ptxas")
+    if not found:
+        raise FileNotFoundError("no ptxas (it comes with a CUDA toolkit)")
+    return str(found)
+
+
+def _numba_ptx_in_child(kernel, signature: str, cc: tuple) -> tuple[str, tuple | None]:
+    """Simulator mode: Numba's compiler is replaced by the simulator in this process, so compile
+    the kernel's source in a fresh one, as it would be on a GPU (``grader.SIMULATOR`` is False there)."""
+    import json
+    import linecache
+    import sys
+
+    fn = getattr(kernel, "py_func", None) or getattr(kernel, "fn", None) or kernel
+    filename = fn.__code__.co_filename
+    lines = linecache.getlines(filename)
+    if not lines:
+        raise RuntimeError(f"the source of {fn.__name__} is not available (defined in {filename})")
+    # the defining cell or file, without its top-level demo lines (checks, timings, prints)
+    source = "".join(l for l in lines if not l.startswith(_SKIP_TOP))
+    constants = {k: v for k, v in fn.__globals__.items()
+                 if not k.startswith("_") and type(v) in (int, float, bool, str)}
+    req = {"source": source, "filename": filename, "kernel": fn.__name__, "signature": signature,
+           "cc": list(cc), "constants": constants}
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_ENABLE_CUDASIM", "GRADER_FORCE_SIM")}
+    env["NUMBA_ENABLE_CUDASIM"] = "0"
+    p = subprocess.run([sys.executable, "-c", _NUMBA_CHILD], input=json.dumps(req), capture_output=True,
+                       text=True, env=env, timeout=600)
+    if p.returncode != 0:
+        last = (p.stderr.strip().splitlines() or ["?"])[-1]
+        raise RuntimeError(last)
+    out = json.loads(p.stdout)
+    return out["ptx"], out["launch_bounds"]
+
+
+def numba_sass(kernel, signature: str, arch: str = "sm_90") -> NumbaSass:
+    """Compile a ``@cuda.jit`` kernel for ``arch`` (Numba -> PTX, ptxas -> cubin, cuobjdump -> SASS)
+    and count its instructions, registers and spills. No GPU needed: in simulator mode the kernel's
+    source (its notebook cell or file) is compiled in a separate process as on a GPU, launch bounds
+    included. Needs Numba's libNVVM and ptxas (a CUDA toolkit); without them the result says why
+    (``.error``) instead of raising.
+
+        print(grader.sass.numba_sass(sgemm_v3, "void(float32[:, ::1], float32[:, ::1], float32[:, ::1])"))
+    """
+    from ._mode import SIMULATOR
+
+    digits = re.sub(r"\D", "", arch)                      # "sm_90" -> "90" -> (9, 0)
+    cc = (int(digits[:-1]), int(digits[-1]))
+    name = getattr(getattr(kernel, "py_func", None) or getattr(kernel, "fn", None) or kernel, "__name__", "?")
+    rep = NumbaSass(kernel=name, arch=arch)
+    try:
+        if SIMULATOR:
+            ptx, lb = _numba_ptx_in_child(kernel, signature, cc)
+        else:
+            from numba import cuda
+
+            lb = kernel.targetoptions.get("launch_bounds")
+            ptx, _ = cuda.compile_ptx(kernel.py_func, signature, cc=cc, **({"launch_bounds": lb} if lb else {}))
+        rep.launch_bounds = tuple(lb) if lb else None
+        rep.ptx_counts = {k: len(re.findall(re.escape(k), ptx)) for k in
+                          ("fma.rn.f32", "ld.shared.f32", "ld.shared.v4", "ld.local", "st.local")}
+        with tempfile.TemporaryDirectory(prefix="numba-sass-") as tmp:
+            src, cub = Path(tmp) / "k.ptx", Path(tmp) / "k.cubin"
+            src.write_text(ptx)
+            p = subprocess.run([_ptxas_path(), f"-arch={arch}", "-v", str(src), "-o", str(cub)],
+                               capture_output=True, text=True)
+            if p.returncode != 0:
+                raise RuntimeError("ptxas: " + (p.stderr.strip().splitlines() or ["?"])[-1])
+            m = re.search(r"Used (\d+) registers", p.stderr)
+            s = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", p.stderr)
+            rep.registers = int(m.group(1)) if m else None
+            rep.spill_bytes = int(s.group(1)) + int(s.group(2)) if s else None
+            funcs = parse_sass(_run_cuobjdump("--dump-sass", cub.read_bytes()))
+        rep.counts = Counter(i.opcode for insns in funcs.values() for i in insns)
+    except Exception as e:  # no libNVVM / ptxas / cuobjdump here, or a kernel that does not compile
+        rep.error = f"{type(e).__name__}: {e}"[:300]
     return rep

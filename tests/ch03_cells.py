@@ -6,6 +6,7 @@ Lines starting with ``print(`` / ``grader.check(`` at top level are skipped (tim
 """
 from __future__ import annotations
 
+import linecache
 from pathlib import Path
 
 import nbformat
@@ -26,5 +27,7 @@ def load(notebook: str, cell_ids: list[str], setup: bool = True) -> dict:
     ns: dict = {"__name__": f"ch03_{Path(notebook).stem}"}
     for cid in (["setup"] if setup else []) + cell_ids:
         src = "\n".join(l for l in by_id[cid].source.splitlines() if not l.startswith(_SKIP))
-        exec(compile(src, f"{notebook}:{cid}", "exec"), ns)
+        fname = f"{notebook}:{cid}"
+        linecache.cache[fname] = (len(src), None, src.splitlines(True), fname)   # inspect / grader.sass see it
+        exec(compile(src, fname, "exec"), ns)
     return ns

@@ -27,7 +27,7 @@ def l01():
 
 @pytest.fixture(scope="module")
 def l02():
-    return load("02_register_tiling.ipynb", ["v2_2d"])
+    return load("02_register_tiling.ipynb", ["v1_1d", "v2_2d", "v3_quads"])
 
 
 # ---------------------------------------------------------------- references pass
@@ -41,6 +41,26 @@ def test_tiled_reference(l01):
 
 def test_register_tiled_reference(l02):
     check(l02["launch_2d"], P.sgemm, sizes=[S(20, 131, 9), S(129, 3, 17)], quiet=True)
+
+
+def test_graded_v3_reference_handles_ragged_edges(l02):
+    # M, N past one 128 tile, K neither a multiple of BK = 8 nor shorter than one tile
+    check(l02["launch_v3"], P.sgemm, sizes=[S(129, 131, 17), S(1, 1, 1), S(3, 17, 9)], quiet=True)
+
+
+def test_v3_compiles_to_what_the_lesson_says(l02):
+    """The lesson's table: v2 scalar LDS and 156 registers; v3 LDS.128 only, 512 FFMA per tile, 128 registers."""
+    from grader.sass import numba_sass
+
+    sig = "void(float32[:, ::1], float32[:, ::1], float32[:, ::1])"
+    v2, v3 = numba_sass(l02["sgemm_2d"], sig), numba_sass(l02["sgemm_v3"], sig)
+    if v3.error and any(w in v3.error for w in ("NVVM", "nvvm", "ptxas", "cuobjdump")):
+        pytest.skip(f"no CUDA toolkit to compile with: {v3.error}")
+    assert not v2.error and not v3.error, (v2.error, v3.error)
+    assert v2.count("LDS.128") == 0 and v2.count("LDS") == 16 and v2.count("FFMA") == 64
+    assert v3.count("LDS.128") == 32 and v3.count("LDS") == 32 and v3.count("FFMA") == 512
+    assert v3.launch_bounds == (256, 2) and v3.registers <= 128 and v3.spill_bytes == 0
+    assert v2.registers > 128
 
 
 # ---------------------------------------------------------------- wrong kernels are caught
@@ -59,6 +79,20 @@ def test_skipping_the_k_remainder_is_caught():
 def test_missing_barrier_is_caught():
     for _ in range(2):   # deterministic: the simulator's race check
         _fails(W.tiled_missing_barrier, P.sgemm, [S(16, 16, 16)], "race")
+
+
+@pytest.mark.parametrize("mistake", sorted(W.V3_MISTAKES))
+def test_graded_v3_mistakes_are_caught_by_the_graded_checks(mistake):
+    """The graded cells of lesson 02 (visible, then hidden simulator shapes) catch each mistake."""
+    launch = W.register_tiled_v3(mistake)
+    with pytest.raises(Exception) as visible:
+        check(launch, P.sgemm, quiet=True)
+    with pytest.raises(Exception):
+        check(launch, P.sgemm, hidden=True, quiet=True)
+    if "barrier" in mistake:
+        assert "race" in str(visible.value).lower()
+    else:
+        assert isinstance(visible.value, CheckFailed)
 
 
 def test_swapped_b_layout_is_caught():

@@ -106,7 +106,7 @@ def main():
               "checks": {}, "errors": []}
     print(grader.mode(), flush=True)
     l01 = load("01_naive_and_tiling.ipynb", ["v1_naive", "v2_tiled"])
-    l02 = load("02_register_tiling.ipynb", ["v1_1d", "v2_2d"])
+    l02 = load("02_register_tiling.ipynb", ["v1_1d", "v2_2d", "v3_quads"])
     l03 = lesson03()
     l04 = lesson04()
     print("hgemm resources:", l04["hg"].hgemm_bf16.resources, flush=True)
@@ -115,7 +115,7 @@ def main():
 
     # correctness at GPU shapes, visible and hidden
     for name, launch, prob in [("03 wmma f16", l03["launch_f16"], P.wmma_fp16),
-                               ("03 wmma bf16", l03["launch_bf16"], P.wmma_bf16), ("01 tiled", l01["launch_tiled"], P.sgemm), ("02 2-D", l02["launch_2d"], P.sgemm),
+                               ("03 wmma bf16", l03["launch_bf16"], P.wmma_bf16), ("01 tiled", l01["launch_tiled"], P.sgemm), ("02 v3", l02["launch_v3"], P.sgemm),
                                ("04 hgemm", l04["launch_hgemm"], P.hgemm_bf16),
                                ("04 v1", l04["launch_v1"], P.hgemm_bf16), ("04 v2", l04["launch_v2"], P.hgemm_bf16),
                                ("05 cute", l05["launch_cute"], P.cute_bf16), ("05 v1", l05["launch_v1"], P.cute_bf16)]:
@@ -143,7 +143,8 @@ def main():
     rows = [("01 v1 naive", l01["launch_naive"], P.sgemm, "fp32", None),
             ("01 v2 smem tiles 16x16", l01["launch_tiled"], P.sgemm, "fp32", None),
             ("02 v1 1-D thread tile", l02["launch_1d"], P.sgemm, "fp32", None),
-            ("02 v2 2-D thread tile (graded)", l02["launch_2d"], P.sgemm, "fp32", GOALS["sgemm"]),
+            ("02 v2 2-D thread tile, strided", l02["launch_2d"], P.sgemm, "fp32", None),
+            ("02 v3 quads, uint32, unrolled (graded)", l02["launch_v3"], P.sgemm, "fp32", GOALS["sgemm"]),
             ("03 WMMA bf16 32x32", l03["launch_bf16"], P.wmma_bf16, "bf16", None),
             ("04 v1 mma.sync 2 stages", l04["launch_v1"], P.hgemm_bf16, "bf16", None),
             ("04 v2 + swizzle", l04["launch_v2"], P.hgemm_bf16, "bf16", None),

@@ -169,3 +169,33 @@ def torch_matmul(a, b, c):
     else:  # simulator: the arrays are host memory
         ta, tb, tc = (torch.from_numpy(np.asarray(x)) for x in (a, b, c))
     torch.matmul(ta, tb, out=tc)
+
+
+# ---------------------------------------------------------------- lesson 02's graded v3, with one mistake
+# Built from the notebook's own v3 cell (tests/ch03_cells.py), so they follow the reference's form.
+V3_MISTAKES = {
+    # the tile loop stops before the last partial K tile
+    "skips_k_remainder": ("    for k0 in range(0, K, BK):", "    for k0 in range(0, K - K % BK, BK):"),
+    # no barrier between filling the tiles and reading them
+    "missing_first_barrier": ("        cuda.syncthreads()\n        step(As, Bs, 0,", "        step(As, Bs, 0,"),
+    # no barrier before the next tile overwrites As and Bs (needs K > BK to show)
+    "missing_second_barrier": ("        step(As, Bs, 7, ty, tx, acc)\n        cuda.syncthreads()",
+                               "        step(As, Bs, 7, ty, tx, acc)"),
+    # B read as if it were column-major: B[k, n] taken from k + n·K
+    "b_column_major": ("b[k0 + kr, n0 + cc]", "b.reshape(b.size)[(n0 + cc) * K + k0 + kr]"),
+    # the C tile stored with v2's strided mapping instead of the quads the accumulators hold
+    "strided_store": ("m = m0 + (i // 4) * 64 + ty * 4 + i % 4", "m = m0 + ty + i * 16"),
+}
+
+
+def register_tiled_v3(mistake: str):
+    """launch_v3 of solutions/03_gemm/02_register_tiling.ipynb with one mistake from V3_MISTAKES."""
+    from ch03_cells import cell_source, load
+
+    old, new = V3_MISTAKES[mistake]
+    ns = load("02_register_tiling.ipynb", ["v2_2d"])
+    src = cell_source("02_register_tiling.ipynb", "v3_quads")
+    assert src.count(old) == 1, f"the v3 cell changed: {old!r} not found once"
+    src = src.replace(old, new).replace("### BEGIN SOLUTION", "").replace("### END SOLUTION", "")
+    exec(compile(src, f"v3_{mistake}", "exec"), ns)
+    return ns["launch_v3"]
