@@ -6,7 +6,16 @@
 //   STAGES          cp.async stages       FRAG_DB          1: ldmatrix of k16 step ks+1 before the mmas of ks
 //   EPI_SMEM        1: C staged through shared memory, 16-byte stores
 //   MINB            __launch_bounds__ min blocks per SM       GROUP  block-swizzle group height (tiles)
+//   L2PF            0: cp.async.cg; 128/256: + .L2::128B / .L2::256B prefetch hint      (default 0)
+//   ORDER           mma issue order: 0 m-tiles outer, n serpentine; 1 n-tiles outer, m serpentine (default 0)
 // A and B must be padded (zeros) to multiples of BM/BK and BK/BN; C is M × N exactly (stores guarded).
+
+#ifndef L2PF
+#define L2PF 0
+#endif
+#ifndef ORDER
+#define ORDER 0
+#endif
 
 constexpr int THREADS = WARPS_M * WARPS_N * 32;
 constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;
@@ -43,7 +52,13 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], const unsigned (&a)[4], 
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 __device__ __forceinline__ void cp_async16(unsigned saddr, const void* g) {
+#if L2PF == 256
+  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;\n" :: "r"(saddr), "l"(g) : "memory");
+#elif L2PF == 128
+  asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16;\n" :: "r"(saddr), "l"(g) : "memory");
+#else
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(saddr), "l"(g) : "memory");
+#endif
 }
 __device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N>
@@ -115,6 +130,15 @@ hgemm_tuned(const unsigned short* __restrict__ A, const unsigned short* __restri
                 stage_base + b_ld[jj] + ks * 16 * BN * 2);
   };
   auto mmas = [&](const unsigned (&a)[MT][4], const unsigned (&b)[NT][2]) {
+#if ORDER == 1
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int i = 0; i < MT; ++i) {
+        const int ii = (j & 1) ? MT - 1 - i : i;   // serpentine over m: neighbouring mmas share a fragment
+        mma_bf16(acc[ii][j], a[ii], b[j]);
+      }
+#else
 #pragma unroll
     for (int i = 0; i < MT; ++i)
 #pragma unroll
@@ -122,6 +146,7 @@ hgemm_tuned(const unsigned short* __restrict__ A, const unsigned short* __restri
         const int jj = (i & 1) ? NT - 1 - j : j;   // serpentine: neighbouring mmas share a fragment
         mma_bf16(acc[i][jj], a[i], b[jj]);
       }
+#endif
   };
 
   const int KT = K / BK;
