@@ -104,6 +104,18 @@ def smem_bytes(cfg) -> int:
     return max(pipe, BM * (BN + 8) * 2) if EPI else pipe
 
 
+def lesson_config(body: str):
+    """The lesson's graded configuration, from `using V3 = Config<BM, BN, BK, WARPS_M, WARPS_N, STAGES,
+    SWIZZLE, EPI_SMEM>;` in the v_hgemm cell, as a VARIANTS tuple (GROUP 8, 1 block of launch bounds)."""
+    import re
+    m = re.search(r"using\s+V3\s*=\s*Config<([^>]*)>", body)
+    if not m:
+        raise ValueError("no `using V3 = Config<...>` in the v_hgemm cell")
+    f = [x.strip() for x in m.group(1).split(",")]
+    BM, BN, BK, wm, wn, S = (int(x) for x in f[:6])
+    return (BM, BN, BK, wm, wn, S, 1, int(f[7] == "true"), 1, 8)
+
+
 def config_str(cfg) -> str:
     BM, BN, BK, wm, wn, S, db, epi, minb, grp, pf, order = full_cfg(cfg)
     return (f"{BM}x{BN}x{BK} w{wm}x{wn}({BM // wm}x{BN // wn}) s{S}" + (" fragdb" if db else "")
@@ -120,9 +132,7 @@ class Candidate:
 
     @property
     def smem(self):
-        if isinstance(self.cfg, str):                       # the lesson kernel: 4 stages of 128x32 + 32x128
-            return 4 * (128 * 32 + 32 * 128) * 2
-        return smem_bytes(self.cfg)
+        return smem_bytes(self.cfg if not isinstance(self.cfg, str) else self.lesson_cfg)
 
     def compile(self):
         t = time.time()
@@ -163,10 +173,13 @@ def candidates(only=None, variants=None) -> list[Candidate]:
     try:
         from ch03_cells import cell_source
         body = cell_source("04_mma_sync_pipeline.ipynb", "v_hgemm").split("\n", 1)[1]   # drop "%%cuda hg"
-        out.append(Candidate("lesson04_hgemm_bf16", "hgemm_bf16", "128x128x32 w2x2(64x64) s4 (lesson)", body, 128,
-                             (128, 128, 32)))
+        cfg = lesson_config(body)
+        c = Candidate("lesson04_hgemm_bf16", "hgemm_bf16", config_str(cfg) + " (lesson)", body,
+                      cfg[3] * cfg[4] * 32, cfg[:3])
+        c.lesson_cfg = cfg
+        out.append(c)
     except Exception as e:
-        c = Candidate("lesson04_hgemm_bf16", "hgemm_bf16", "lesson", "", 128, (128, 128, 32))
+        c = Candidate("lesson04_hgemm_bf16", "hgemm_bf16", "lesson", "", 256, (128, 256, 32))
         c.row["errors"].append(f"notebook: {e!r}")
         out.append(c)
     for name, cfg in (variants or VARIANTS).items():
