@@ -1,0 +1,258 @@
+// Tunable bf16 GEMM for tests/gpu/tune_hgemm.py: C (M, N) = A (M, K) · B (K, N), all row-major,
+// bf16 in (as 16-bit words), fp32 accumulation, bf16 out. mma.sync m16n8k16 + ldmatrix (x4, x4.trans)
+// + cp.async multistage pipeline + XOR-swizzled shared memory + grouped block order.
+// The configuration comes from #defines that tune_hgemm.py puts in front of this file:
+//   BM BN BK        block tile            WARPS_M WARPS_N  warp grid (warp tile BM/WARPS_M × BN/WARPS_N)
+//   STAGES          cp.async stages       FRAG_DB          1: ldmatrix of k16 step ks+1 before the mmas of ks
+//   EPI_SMEM        1: C staged through shared memory, 16-byte stores
+//   MINB            __launch_bounds__ min blocks per SM       GROUP  block-swizzle group height (tiles)
+//   L2PF            0: cp.async.cg; 128/256: + .L2::128B / .L2::256B prefetch hint      (default 0)
+//   ORDER           mma issue order: 0 m-tiles outer, n serpentine; 1 n-tiles outer, m serpentine (default 0)
+// A and B must be padded (zeros) to multiples of BM/BK and BK/BN; C is M × N exactly (stores guarded).
+
+#ifndef L2PF
+#define L2PF 0
+#endif
+#ifndef ORDER
+#define ORDER 0
+#endif
+
+constexpr int THREADS = WARPS_M * WARPS_N * 32;
+constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;
+constexpr int MT = WM / 16, NT = WN / 8, KS = BK / 16;
+constexpr int ACH = BK / 8, BCH = BN / 8;              // 16-byte chunks per smem row of A / B
+constexpr int A_BYTES = BM * BK * 2, B_BYTES = BK * BN * 2, STAGE_BYTES = A_BYTES + B_BYTES;
+constexpr int A_PER = BM * ACH / THREADS, B_PER = BK * BCH / THREADS;   // cp.async per thread per stage
+constexpr int A_ROWS_PER_PASS = THREADS / ACH, B_ROWS_PER_PASS = THREADS / BCH;
+constexpr int EPI_PITCH = BN + 8;                       // bf16 per staged C row (+16 B: no bank conflicts)
+
+static_assert(WM % 16 == 0 && WN % 16 == 0, "warp tile");
+static_assert(ACH == 4 || ACH == 8, "BK must be 32 or 64");
+static_assert(BCH % 8 == 0, "BN must be a multiple of 64");
+static_assert(BM * ACH % THREADS == 0 && BK * BCH % THREADS == 0, "loads must divide evenly");
+static_assert(A_ROWS_PER_PASS % 8 == 0 && B_ROWS_PER_PASS % 8 == 0, "swizzle must repeat across passes");
+static_assert(KS % 2 == 0 || FRAG_DB == 0, "fragment double buffering pairs k16 steps");
+
+// physical chunk of logical chunk c in row r (ldmatrix's 8 rows hit 8 different 16-byte bank groups)
+__device__ __forceinline__ int swz_a(int r, int c) { return ACH == 8 ? (c ^ (r & 7)) : (c ^ ((r >> 1) & 3)); }
+__device__ __forceinline__ int swz_b(int r, int c) { return c ^ (r & 7); }
+
+__device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], unsigned addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+__device__ __forceinline__ void ldsm_x4_t(unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3, unsigned addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr));
+}
+__device__ __forceinline__ void mma_bf16(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+               "{%8, %9}, {%0, %1, %2, %3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+__device__ __forceinline__ void cp_async16(unsigned saddr, const void* g) {
+#if L2PF == 256
+  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;\n" :: "r"(saddr), "l"(g) : "memory");
+#elif L2PF == 128
+  asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16;\n" :: "r"(saddr), "l"(g) : "memory");
+#else
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(saddr), "l"(g) : "memory");
+#endif
+}
+__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory"); }
+
+extern "C" __global__ void __launch_bounds__(THREADS, MINB)
+hgemm_tuned(const unsigned short* __restrict__ A, const unsigned short* __restrict__ B,
+            unsigned short* __restrict__ C, int M, int N, int K, int lda, int ldb, int tiles_m, int tiles_n) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  const unsigned sbase = (unsigned)__cvta_generic_to_shared(smem);
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int wm = (warp / WARPS_N) * WM, wn = (warp % WARPS_N) * WN;
+
+  // grouped block order: GROUP tile-rows walked column by column share A rows / B columns in L2
+  const int pid = blockIdx.x, per_group = GROUP * tiles_n;
+  const int first_m = (pid / per_group) * GROUP;
+  const int group_m = min(tiles_m - first_m, GROUP);
+  const int bm = first_m + (pid % per_group) % group_m;
+  const int bn = (pid % per_group) / group_m;
+
+  // ---- per-thread copy addresses (the swizzle repeats every pass: computed once)
+  const int a_r = tid / ACH, a_c = tid % ACH;
+  const unsigned a_soff = a_r * (BK * 2) + swz_a(a_r, a_c) * 16;
+  const unsigned short* gA = A + (size_t)(bm * BM + a_r) * lda + 8 * a_c;
+  const int b_r = tid / BCH, b_c = tid % BCH;
+  const unsigned b_soff = A_BYTES + b_r * (BN * 2) + swz_b(b_r, b_c) * 16;
+  const unsigned short* gB = B + (size_t)b_r * ldb + bn * BN + 8 * b_c;
+
+  auto load_stage = [&](unsigned stage_base, int kt) {
+    const unsigned short* ga = gA + kt * BK;
+    const unsigned short* gb = gB + (size_t)kt * BK * ldb;
+#pragma unroll
+    for (int i = 0; i < A_PER; ++i)
+      cp_async16(stage_base + a_soff + i * A_ROWS_PER_PASS * BK * 2, ga + (size_t)i * A_ROWS_PER_PASS * lda);
+#pragma unroll
+    for (int i = 0; i < B_PER; ++i)
+      cp_async16(stage_base + b_soff + i * B_ROWS_PER_PASS * BN * 2, gb + (size_t)i * B_ROWS_PER_PASS * ldb);
+  };
+
+  // ---- per-thread ldmatrix addresses (byte offsets inside a stage)
+  unsigned a_ld[KS];   // A: lanes 0-15 rows 0-15 of k 0-7, lanes 16-31 k 8-15; + i·16 rows (swizzle-invariant)
+  {
+    const int r = wm + (lane & 15);
+#pragma unroll
+    for (int ks = 0; ks < KS; ++ks) a_ld[ks] = r * (BK * 2) + swz_a(r, 2 * ks + (lane >> 4)) * 16;
+  }
+  unsigned b_ld[NT / 2];   // B (trans): rows k (+16·ks, swizzle-invariant), two n8 tiles per x4
+  {
+    const int r = (lane & 7) + ((lane >> 3) & 1) * 8;
+#pragma unroll
+    for (int jj = 0; jj < NT / 2; ++jj)
+      b_ld[jj] = A_BYTES + r * (BN * 2) + swz_b(r, wn / 8 + 2 * jj + (lane >> 4)) * 16;
+  }
+
+  float acc[MT][NT][4];
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) acc[i][j][q] = 0.f;
+
+  auto load_frags = [&](unsigned (&a)[MT][4], unsigned (&b)[NT][2], unsigned stage_base, int ks) {
+#pragma unroll
+    for (int i = 0; i < MT; ++i) ldsm_x4(a[i], stage_base + a_ld[ks] + i * 16 * BK * 2);
+#pragma unroll
+    for (int jj = 0; jj < NT / 2; ++jj)
+      ldsm_x4_t(b[2 * jj][0], b[2 * jj][1], b[2 * jj + 1][0], b[2 * jj + 1][1],
+                stage_base + b_ld[jj] + ks * 16 * BN * 2);
+  };
+  auto mmas = [&](const unsigned (&a)[MT][4], const unsigned (&b)[NT][2]) {
+#if ORDER == 1
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int i = 0; i < MT; ++i) {
+        const int ii = (j & 1) ? MT - 1 - i : i;   // serpentine over m: neighbouring mmas share a fragment
+        mma_bf16(acc[ii][j], a[ii], b[j]);
+      }
+#else
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+      for (int j = 0; j < NT; ++j) {
+        const int jj = (i & 1) ? NT - 1 - j : j;   // serpentine: neighbouring mmas share a fragment
+        mma_bf16(acc[i][jj], a[i], b[jj]);
+      }
+#endif
+  };
+
+  const int KT = K / BK;
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < KT) load_stage(sbase + s * STAGE_BYTES, s);
+    cp_commit();
+  }
+  unsigned rd = sbase, wr = sbase + (STAGES - 1) * STAGE_BYTES;
+  const unsigned send = sbase + STAGES * STAGE_BYTES;
+
+#if FRAG_DB
+  unsigned af[2][MT][4], bf[2][NT][2];
+  cp_wait<STAGES - 2>();
+  __syncthreads();
+  load_frags(af[0], bf[0], rd, 0);
+  for (int kt = 0; kt < KT; ++kt) {
+#pragma unroll
+    for (int ks = 0; ks < KS; ++ks) {
+      if (ks == KS - 1) {          // next tile landed (everyone's copies); stage kt-1 is free to refill
+        cp_wait<STAGES - 2>();
+        __syncthreads();
+        rd += STAGE_BYTES;
+        if (rd == send) rd = sbase;
+      }
+      load_frags(af[(ks + 1) & 1], bf[(ks + 1) & 1], rd, (ks + 1) % KS);
+      if (ks == 0) {
+        const int next = kt + STAGES - 1;
+        if (next < KT) load_stage(wr, next);
+        cp_commit();
+        wr += STAGE_BYTES;
+        if (wr == send) wr = sbase;
+      }
+      mmas(af[ks & 1], bf[ks & 1]);
+    }
+  }
+#else
+  for (int kt = 0; kt < KT; ++kt) {
+    cp_wait<STAGES - 2>();
+    __syncthreads();
+    const int next = kt + STAGES - 1;
+    if (next < KT) load_stage(wr, next);
+    cp_commit();
+    wr += STAGE_BYTES;
+    if (wr == send) wr = sbase;
+#pragma unroll
+    for (int ks = 0; ks < KS; ++ks) {
+      unsigned a[MT][4], b[NT][2];
+      load_frags(a, b, rd, ks);
+      mmas(a, b);
+    }
+    rd += STAGE_BYTES;
+    if (rd == send) rd = sbase;
+  }
+#endif
+  cp_wait<0>();
+
+  const int g = lane >> 2, t = lane & 3;
+  const int m0 = bm * BM, n0 = bn * BN;
+  const bool full = (m0 + BM <= M) && (n0 + BN <= N);
+#if EPI_SMEM
+  __syncthreads();                                  // every warp is done reading the stages
+  unsigned short* sc = reinterpret_cast<unsigned short*>(smem);
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        unsigned packed;
+        asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(packed) : "f"(acc[i][j][2 * h + 1]), "f"(acc[i][j][2 * h]));
+        *reinterpret_cast<unsigned*>(sc + (wm + 16 * i + g + 8 * h) * EPI_PITCH + wn + 8 * j + 2 * t) = packed;
+      }
+  __syncthreads();
+  const bool vec = full && (N % 8 == 0);
+#pragma unroll
+  for (int it = 0; it < BM * BCH / THREADS; ++it) {
+    const int idx = tid + it * THREADS, r = idx / BCH, c = idx % BCH;
+    const uint4 v = *reinterpret_cast<const uint4*>(sc + r * EPI_PITCH + 8 * c);
+    unsigned short* dst = C + (size_t)(m0 + r) * N + n0 + 8 * c;
+    if (vec) {
+      *reinterpret_cast<uint4*>(dst) = v;
+    } else if (m0 + r < M) {
+      const unsigned w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+      for (int e = 0; e < 8; ++e)
+        if (n0 + 8 * c + e < N) dst[e] = (unsigned short)(w[e / 2] >> (16 * (e % 2)));
+    }
+  }
+#else
+  const bool pairs = full && (N % 2 == 0);
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int m = m0 + wm + 16 * i + g + 8 * h, n = n0 + wn + 8 * j + 2 * t;
+        unsigned packed;
+        asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(packed) : "f"(acc[i][j][2 * h + 1]), "f"(acc[i][j][2 * h]));
+        if (pairs) {
+          *reinterpret_cast<unsigned*>(C + (size_t)m * N + n) = packed;
+        } else if (m < M) {
+          if (n < N) C[(size_t)m * N + n] = (unsigned short)(packed & 0xFFFF);
+          if (n + 1 < N) C[(size_t)m * N + n + 1] = (unsigned short)(packed >> 16);
+        }
+      }
+#endif
+}
