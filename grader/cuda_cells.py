@@ -618,6 +618,8 @@ def parse_kernel_signatures(source: str) -> dict[str, list[Param]]:
         if re.search(r"template\s*<[^;{}]*>\s*(extern\s+\"C\"\s*)?$", before):
             continue
         params = m.group("params").strip()
+        if any(re.search(rf"#\s*define\s+{re.escape(tok)}\b", src) for tok in re.findall(r"[A-Za-z_]\w*", params)):
+            continue      # a macro in the parameter list: typed from the driver at launch, like templates
         plist = [] if params in ("", "void") else [_parse_param(p) for p in _split_params(params)]
         out.setdefault(m.group("name"), plist)
     return out

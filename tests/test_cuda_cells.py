@@ -562,3 +562,15 @@ def test_typed_arguments_are_accepted_by_cuda_core(demo):
     typed = k.prepare_args([_FakeDeviceArray(0x1000), 2.0, 10])
     assert [type(a) for a in typed] == [np.uint64, np.float32, np.int32]
     assert ParamHolder(typed).ptr != 0
+
+
+def test_a_macro_parameter_list_is_left_to_the_driver():
+    # a kernel declared as k(ARGS) must not look like a one-argument kernel (it failed to launch)
+    from grader.cuda_cells import parse_kernel_signatures
+
+    src = ('#define ARGS const float* a, int n\n'
+           'extern "C" __global__ void k(ARGS) {}\n'
+           'extern "C" __global__ void __launch_bounds__(128) j(const float* a, int n) {}\n')
+    sigs = parse_kernel_signatures(src)
+    assert "k" not in sigs
+    assert [p.name for p in sigs["j"]] == ["a", "n"]
