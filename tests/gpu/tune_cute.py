@@ -82,7 +82,7 @@ def lesson_candidate():
 
     body = cell_source("05_cute.ipynb", "v_cute").split("\n", 1)[1]          # drop "%%cuda cg"
     m = re.search(r"^CUTE_GEMM_KERNEL\(cute_gemm_bf16,([^)]*)\)", body, re.M)
-    if m:   # new-style cell: CUTE_GEMM_KERNEL(name, BM, BN, BK, WM, WN, STAGES, SWIZZLE, EPI)
+    if m and len(m.group(1).split(",")) >= 8:   # new-style cell: CUTE_GEMM_KERNEL(name, BM, BN, BK, WM, WN, STAGES, SWIZZLE, EPI)
         v = [x.strip() for x in m.group(1).split(",")]
         BM, BN, BK, WM, WN, S = map(int, v[:6])
         epi = v[7] == "true"
