@@ -148,9 +148,9 @@ def main():
             ("03 WMMA bf16 32x32", l03["launch_bf16"], P.wmma_bf16, "bf16", None),
             ("04 v1 mma.sync 2 stages", l04["launch_v1"], P.hgemm_bf16, "bf16", None),
             ("04 v2 + swizzle", l04["launch_v2"], P.hgemm_bf16, "bf16", None),
-            ("04 v3 128x256, 8 warps, 4 stages (graded)", l04["launch_hgemm"], P.hgemm_bf16, "bf16", GOALS["hgemm"]),
-            ("05 v1 CuTe 2 stages, plain smem", l05["launch_v1"], P.cute_bf16, "bf16", None),
-            ("05 v2 CuTe swizzled, 4 stages (graded)", l05["launch_cute"], P.cute_bf16, "bf16", GOALS["cute"])]
+            ("04 v3 128x256, 8 warps, 4 stages, epilogue (graded)", l04["launch_hgemm"], P.hgemm_bf16, "bf16", GOALS["hgemm"]),
+            ("05 v1 CuTe 128x128, 2 stages, plain smem", l05["launch_v1"], P.cute_bf16, "bf16", None),
+            ("05 v2 CuTe 128x256, 8 warps, 4 stages, epilogue (graded)", l05["launch_cute"], P.cute_bf16, "bf16", GOALS["cute"])]
     time_rows(rows, [P.Shape(n, n, n) for n in sizes], report)
     out = os.environ.get("OUT")
     if out:
