@@ -122,9 +122,12 @@ class Launch:
             return rows
         if self.grid is not None:
             return min(self.grid, rows)
+        if self.blocks_per_sm is None and not grader.SIMULATOR:
+            self.blocks_per_sm = occupancy(self.kernel, self.threads)   # once compiled: the driver's
+            if self.blocks_per_sm is None:
+                return min(rows, cuda.get_current_device().MULTIPROCESSOR_COUNT)   # first (compiling) call
         sms = 1 if grader.SIMULATOR else cuda.get_current_device().MULTIPROCESSOR_COUNT
-        per_sm = self.blocks_per_sm or occupancy(self.kernel, self.threads) or 1
-        return max(1, min(rows, per_sm * sms))
+        return max(1, min(rows, (self.blocks_per_sm or 1) * sms))
 
     def __call__(self, *arrays):
         rows, cols = arrays[0].shape
@@ -425,8 +428,12 @@ def main(argv):
     dev = grader.device.info().name
     sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
     copy_label, copy = grader.device.peer("copy")
-    log(f"device {dev}, {sms} SMs; {copy_label} {copy:,.0f} GB/s; numba-cuda "
-        f"{getattr(__import__('numba_cuda'), '__version__', '?')}, torch {torch.__version__}")
+    try:
+        from importlib.metadata import version
+        nbv = version("numba-cuda")
+    except Exception:
+        nbv = "?"
+    log(f"device {dev}, {sms} SMs; {copy_label} {copy:,.0f} GB/s; numba-cuda {nbv}, torch {torch.__version__}")
 
     ns3 = load("03_softmax.ipynb", ["given", "online_state", "v3_online", "v4_registers"])
     ns4 = load("04_norms.ipynb", ["given", "v2_rmsnorm", "v3_registers"])
@@ -509,8 +516,13 @@ def main(argv):
         except Exception as exc:
             table.append(("softmax", label, "", "", "", "", "", f"ERROR {type(exc).__name__}"))
             continue
-        launch(ax[:1], ay[:1])          # compile (one row) so that the grid can use the occupancy
-        cuda.synchronize()
+        try:
+            launch(ax[:1], ay[:1])      # compile (one row) so that the grid can use the occupancy
+            cuda.synchronize()
+        except Exception as exc:
+            traceback.print_exc(limit=3)
+            table.append(("softmax", label, "", "", "", "", "", f"ERROR {type(exc).__name__}: {str(exc)[:60]}"))
+            continue
         measure("softmax", label, launch, (ax, ay), y, want, tol, nbytes, tp, launch.threads)
     tp2 = torch_peer(lambda: torch.softmax(x, dim=-1), "torch.softmax")
     row("softmax", "torch.softmax", "peer (after the candidates)", "", tp2, tp2, 0)
@@ -540,8 +552,13 @@ def main(argv):
         except Exception as exc:
             table.append(("rms", label, "", "", "", "", "", f"ERROR {type(exc).__name__}"))
             continue
-        launch(ax[:1], aw, ay[:1])
-        cuda.synchronize()
+        try:
+            launch(ax[:1], aw, ay[:1])
+            cuda.synchronize()
+        except Exception as exc:
+            traceback.print_exc(limit=3)
+            table.append(("rms", label, "", "", "", "", "", f"ERROR {type(exc).__name__}: {str(exc)[:60]}"))
+            continue
         measure("rms", label, launch, (ax, aw, ay), y, want, tol, nbytes, rp, launch.launch.threads)
     rp2 = torch_peer(lambda: torch.nn.functional.rms_norm(x, (size_rm[1],), w, P.RMS_EPS), "torch rms_norm")
     row("rms", "torch rms_norm", "peer (after the candidates)", "", rp2, rp2, 0)
