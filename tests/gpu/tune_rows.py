@@ -510,6 +510,14 @@ def main(argv):
             nbytes, tp, 256)
     ns3["launch_registers"].kernel = ns3["softmax_registers"]
     measure("softmax", "notebook v4 (lesson)", ns3["launch_registers"], (ax, ay), y, want, tol, nbytes, tp, 256)
+    # the lesson's own kernel, recompiled with a register cap (more blocks per SM) and/or fastmath
+    lesson_sm = ns3["softmax_registers"]
+    for mb, fast in [(6, False), (7, False), (8, False), (5, True), (6, True)]:
+        ns3["softmax_registers"] = cuda.jit(launch_bounds=(256, mb), fastmath=fast)(lesson_sm.py_func)
+        ns3["launch_registers"].kernel = ns3["softmax_registers"]
+        measure("softmax", f"notebook v4, launch_bounds(256, {mb})" + (", fastmath" if fast else ""),
+                ns3["launch_registers"], (ax, ay), y, want, tol, nbytes, tp, 256)
+    ns3["softmax_registers"] = ns3["launch_registers"].kernel = lesson_sm
     for label, make in softmax_candidates(quick):
         try:
             launch = make()
@@ -546,6 +554,13 @@ def main(argv):
     ns4["launch_rmsnorm_registers"].kernel = ns4["rmsnorm_registers"]
     measure("rms", "notebook v3 (lesson)", ns4["launch_rmsnorm_registers"], (ax, aw, ay), y, want, tol,
             nbytes, rp, 128)
+    lesson_rms = ns4["rmsnorm_registers"]
+    for mb, fast in [(10, False), (12, False), (16, False), (12, True)]:
+        ns4["rmsnorm_registers"] = cuda.jit(launch_bounds=(128, mb), fastmath=fast)(lesson_rms.py_func)
+        ns4["launch_rmsnorm_registers"].kernel = ns4["rmsnorm_registers"]
+        measure("rms", f"notebook v3, launch_bounds(128, {mb})" + (", fastmath" if fast else ""),
+                ns4["launch_rmsnorm_registers"], (ax, aw, ay), y, want, tol, nbytes, rp, 128)
+    ns4["rmsnorm_registers"] = ns4["launch_rmsnorm_registers"].kernel = lesson_rms
     for label, make in rms_candidates(quick):
         try:
             launch = make()
