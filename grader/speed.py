@@ -57,10 +57,8 @@ def _correct_first(launch, problem: Problem) -> None:
     try:
         check(launch, problem, quiet=True)
     except CheckFailed as exc:
-        first = str(exc).splitlines()
-        detail = " ".join(first[:2]) if first else ""
         raise CheckFailed(f"{problem.name}: no timed runs: the kernel must pass the correctness check "
-                          f"first. {detail}") from None
+                          f"first. {exc}") from None
 
 
 def _timed(launch, problem: Problem, points: float, target: float, floor: float, budget_s: float) -> float:
