@@ -16,7 +16,7 @@ import numpy as np
 
 from ._mode import SIMULATOR
 from .bench import Measurement, bench
-from .check import CheckFailed, Problem, _device_output, _to_device_padded, compare, fresh_seed
+from .check import CheckFailed, Problem, _device_output, _to_device_padded, check, compare, fresh_seed
 from .record import record
 from .score import speed_points
 
@@ -52,8 +52,6 @@ def _correct_first(launch, problem: Problem) -> None:
 
     The timed size alone is a weak test: a kernel with no bounds guard is right at a benchmark
     size that is a multiple of its block, and one right only there would otherwise earn speed."""
-    from .check import check
-
     try:
         check(launch, problem, quiet=True)
     except CheckFailed as exc:

@@ -25,6 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 from grader.autograde import autograde, make_scratch_course  # noqa: E402
 from grader.score import NOISE  # noqa: E402
+from tests.corpus import without_sweep  # noqa: E402
 
 LESSON = ROOT / "solutions" / "01_elementwise" / "01_threads_and_blocks.ipynb"
 
@@ -36,7 +37,7 @@ def main(rounds: int = 10) -> int:
         lesson = Path(tmp) / "in" / LESSON.name      # without the ungraded block-size sweep (~25 s)
         lesson.parent.mkdir()
         nb = nbformat.read(LESSON, as_version=4)
-        nb.cells = [c for c in nb.cells if "grader.sweep_plot(" not in c.source]
+        without_sweep(nb)
         nbformat.write(nb, lesson)
         for r in range(rounds):
             rec = Path(tmp) / f"record{r}.jsonl"
