@@ -2,13 +2,21 @@
 // bf16 in (as 16-bit words), fp32 accumulation, bf16 out. mma.sync m16n8k16 + ldmatrix (x4, x4.trans)
 // + cp.async multistage pipeline + XOR-swizzled shared memory + grouped block order.
 // The configuration comes from #defines that tune_hgemm.py puts in front of this file:
-//   BM BN BK        block tile            WARPS_M WARPS_N  warp grid (warp tile BM/WARPS_M × BN/WARPS_N)
-//   STAGES          cp.async stages       FRAG_DB          1: ldmatrix of k16 step ks+1 before the mmas of ks
+//   BM BN BK        block tile            WARPS_M WARPS_N  warp grid (warp tile BM/WARPS_M × BN/WARPS_N:
+//                   any multiple of 16 × 16, e.g. 64×64, 96×64 (MT 6), 64×96 (NT 12), 80×64)
+//   STAGES          cp.async stages
+//   FRAG_DB         0: each k16 step loads its fragments, then multiplies (ptxas overlaps what registers allow)
+//                   1: ldmatrix of k16 step ks+1 (A and B) before the mmas of ks, across the tile boundary too
+//                   2: half: only B is double-buffered (step ks+1's B before the mmas of ks); A is loaded
+//                      one m16 row at a time inside the step. The stage refill then moves after the barrier
+//                      (A of a tile's last step is read after it), so one tile less is in flight: STAGES >= 3
 //   EPI_SMEM        1: C staged through shared memory, 16-byte stores
 //   MINB            __launch_bounds__ min blocks per SM       GROUP  block-swizzle group height (tiles)
 //   L2PF            0: cp.async.cg; 128/256: + .L2::128B / .L2::256B prefetch hint      (default 0)
 //   ORDER           mma issue order: 0 m-tiles outer, n serpentine; 1 n-tiles outer, m serpentine (default 0)
 // A and B must be padded (zeros) to multiples of BM/BK and BK/BN; C is M × N exactly (stores guarded).
+// BN must be a multiple of 64 (the B swizzle XORs within groups of 8 chunks). When THREADS is not a
+// multiple of 8 · BN/8 (BN = 192: 24 chunks a row), B is copied in 64-column slabs instead (B_SLAB below).
 
 #ifndef L2PF
 #define L2PF 0
@@ -22,16 +30,30 @@ constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;
 constexpr int MT = WM / 16, NT = WN / 8, KS = BK / 16;
 constexpr int ACH = BK / 8, BCH = BN / 8;              // 16-byte chunks per smem row of A / B
 constexpr int A_BYTES = BM * BK * 2, B_BYTES = BK * BN * 2, STAGE_BYTES = A_BYTES + B_BYTES;
-constexpr int A_PER = BM * ACH / THREADS, B_PER = BK * BCH / THREADS;   // cp.async per thread per stage
-constexpr int A_ROWS_PER_PASS = THREADS / ACH, B_ROWS_PER_PASS = THREADS / BCH;
+// cp.async passes per thread per stage; the last pass of A may be partial (BM = 160: 2.5 passes)
+constexpr int A_PER = (BM * ACH + THREADS - 1) / THREADS;
+constexpr bool A_EVEN = BM * ACH % THREADS == 0;
+constexpr int A_ROWS_PER_PASS = THREADS / ACH;
+// B: rows of BCH chunks when THREADS / BCH is a whole multiple of 8 rows (the swizzle repeats every
+// pass); otherwise (B_SLAB) 64-column slabs: thread tid copies chunk tid % 8 of slab-row tid / 8 +
+// i · THREADS / 8, slab-rows numbered slab-major (BK of them per 64-column slab).
+constexpr bool B_SLAB = (THREADS % BCH != 0) || ((THREADS / BCH) % 8 != 0);
+constexpr int B_ROWS_PER_PASS = B_SLAB ? 0 : THREADS / BCH;
+constexpr int B_VR = THREADS / 8;                        // slab-rows per pass (B_SLAB)
+constexpr int B_PER = (BK * BCH + THREADS - 1) / THREADS;
+constexpr bool B_EVEN = BK * BCH % THREADS == 0;
 constexpr int EPI_PITCH = BN + 8;                       // bf16 per staged C row (+16 B: no bank conflicts)
+constexpr int EPI_ITERS = (BM * BCH + THREADS - 1) / THREADS;
 
-static_assert(WM % 16 == 0 && WN % 16 == 0, "warp tile");
+static_assert(WM * WARPS_M == BM && WN * WARPS_N == BN, "warp grid must tile the block");
+static_assert(WM % 16 == 0 && WN % 16 == 0, "warp tile: m16 tiles, pairs of n8 tiles (one ldmatrix x4.trans)");
 static_assert(ACH == 4 || ACH == 8, "BK must be 32 or 64");
 static_assert(BCH % 8 == 0, "BN must be a multiple of 64");
-static_assert(BM * ACH % THREADS == 0 && BK * BCH % THREADS == 0, "loads must divide evenly");
-static_assert(A_ROWS_PER_PASS % 8 == 0 && B_ROWS_PER_PASS % 8 == 0, "swizzle must repeat across passes");
-static_assert(KS % 2 == 0 || FRAG_DB == 0, "fragment double buffering pairs k16 steps");
+static_assert(THREADS % ACH == 0 && A_ROWS_PER_PASS % 8 == 0, "A swizzle must repeat across passes");
+static_assert(!B_SLAB || (THREADS % 64 == 0 && (B_VR % BK == 0 || BK % B_VR == 0)),
+              "B slabs: the slab-row step must be a multiple of 8 and divide BK (or BK divide it)");
+static_assert(KS % 2 == 0 || FRAG_DB != 1, "fragment double buffering pairs k16 steps");
+static_assert(FRAG_DB != 2 || (STAGES >= 3 && KS >= 2), "half double buffering refills after the barrier");
 
 // physical chunk of logical chunk c in row r (ldmatrix's 8 rows hit 8 different 16-byte bank groups)
 __device__ __forceinline__ int swz_a(int r, int c) { return ACH == 8 ? (c ^ (r & 7)) : (c ^ ((r >> 1) & 3)); }
@@ -83,19 +105,31 @@ hgemm_tuned(const unsigned short* __restrict__ A, const unsigned short* __restri
   const int a_r = tid / ACH, a_c = tid % ACH;
   const unsigned a_soff = a_r * (BK * 2) + swz_a(a_r, a_c) * 16;
   const unsigned short* gA = A + (size_t)(bm * BM + a_r) * lda + 8 * a_c;
-  const int b_r = tid / BCH, b_c = tid % BCH;
+  const bool a_last = A_EVEN || a_r + (A_PER - 1) * A_ROWS_PER_PASS < BM;   // partial last pass of A
+  // B, row mode: row b_r (+ i · B_ROWS_PER_PASS), chunk b_c. Slab mode: slab-row v = tid / 8 is row
+  // v % BK of slab v / BK, chunk tid % 8 of the slab; pass i adds i · B_VR slab-rows, which (B_VR and
+  // BK dividing one another) adds (i · B_VR) % BK rows and (i · B_VR) / BK slabs, keeping row % 8.
+  const int b_r = B_SLAB ? (tid / 8) % BK : tid / BCH;
+  const int b_c = B_SLAB ? ((tid / 8) / BK) * 8 + tid % 8 : tid % BCH;
   const unsigned b_soff = A_BYTES + b_r * (BN * 2) + swz_b(b_r, b_c) * 16;
   const unsigned short* gB = B + (size_t)b_r * ldb + bn * BN + 8 * b_c;
+  const bool b_last = B_EVEN || (B_SLAB ? tid / 8 + (B_PER - 1) * B_VR < BK * (BCH / 8)
+                                        : b_r + (B_PER - 1) * B_ROWS_PER_PASS < BK);
 
   auto load_stage = [&](unsigned stage_base, int kt) {
     const unsigned short* ga = gA + kt * BK;
     const unsigned short* gb = gB + (size_t)kt * BK * ldb;
 #pragma unroll
     for (int i = 0; i < A_PER; ++i)
-      cp_async16(stage_base + a_soff + i * A_ROWS_PER_PASS * BK * 2, ga + (size_t)i * A_ROWS_PER_PASS * lda);
+      if (i < A_PER - 1 || a_last)
+        cp_async16(stage_base + a_soff + i * A_ROWS_PER_PASS * BK * 2, ga + (size_t)i * A_ROWS_PER_PASS * lda);
 #pragma unroll
-    for (int i = 0; i < B_PER; ++i)
-      cp_async16(stage_base + b_soff + i * B_ROWS_PER_PASS * BN * 2, gb + (size_t)i * B_ROWS_PER_PASS * ldb);
+    for (int i = 0; i < B_PER; ++i) {
+      const int dr = B_SLAB ? (i * B_VR) % BK : i * B_ROWS_PER_PASS;    // rows added by pass i
+      const int ds = B_SLAB ? (i * B_VR) / BK : 0;                      // 64-column slabs added
+      if (i < B_PER - 1 || b_last)
+        cp_async16(stage_base + b_soff + dr * BN * 2 + ds * 128, gb + (size_t)dr * ldb + 64 * ds);
+    }
   };
 
   // ---- per-thread ldmatrix addresses (byte offsets inside a stage)
@@ -158,7 +192,7 @@ hgemm_tuned(const unsigned short* __restrict__ A, const unsigned short* __restri
   unsigned rd = sbase, wr = sbase + (STAGES - 1) * STAGE_BYTES;
   const unsigned send = sbase + STAGES * STAGE_BYTES;
 
-#if FRAG_DB
+#if FRAG_DB == 1
   unsigned af[2][MT][4], bf[2][NT][2];
   cp_wait<STAGES - 2>();
   __syncthreads();
@@ -181,6 +215,51 @@ hgemm_tuned(const unsigned short* __restrict__ A, const unsigned short* __restri
         if (wr == send) wr = sbase;
       }
       mmas(af[ks & 1], bf[ks & 1]);
+    }
+  }
+#elif FRAG_DB == 2
+  // B fragments double-buffered (step ks+1's before step ks's mmas, across the tile boundary), A
+  // fragments one m16 row at a time: MT·4 + 2·NT·2 fragment registers instead of 2·(MT·4 + NT·2).
+  // A of a tile's last step is read after that step's barrier, so the stage of tile kt-1 is refilled
+  // after barrier kt (every read of it precedes that barrier in every thread), not at step 0.
+  // Committed groups at the wait of tile kt: STAGES-1 + kt (tiles 0 .. kt+STAGES-2): tile kt+1 is
+  // complete when at most STAGES-3 are pending.
+  unsigned bf[2][NT][2];
+  auto load_b = [&](unsigned (&b)[NT][2], unsigned stage_base, int ks) {
+#pragma unroll
+    for (int jj = 0; jj < NT / 2; ++jj)
+      ldsm_x4_t(b[2 * jj][0], b[2 * jj][1], b[2 * jj + 1][0], b[2 * jj + 1][1],
+                stage_base + b_ld[jj] + ks * 16 * BN * 2);
+  };
+  cp_wait<STAGES - 2>();
+  __syncthreads();
+  load_b(bf[0], rd, 0);
+  for (int kt = 0; kt < KT; ++kt) {
+    const unsigned cur = rd;                       // the stage of tile kt (rd moves on at the last step)
+#pragma unroll
+    for (int ks = 0; ks < KS; ++ks) {
+      if (ks == KS - 1) {
+        cp_wait<STAGES - 3>();                     // tile kt+1 landed (everyone's copies, after the barrier)
+        __syncthreads();                           // and every read of tile kt-1 is done: refill its stage
+        const int next = kt + STAGES - 1;
+        if (next < KT) load_stage(wr, next);
+        cp_commit();
+        wr += STAGE_BYTES;
+        if (wr == send) wr = sbase;
+        rd += STAGE_BYTES;
+        if (rd == send) rd = sbase;
+      }
+      load_b(bf[(ks + 1) & 1], ks == KS - 1 ? rd : cur, (ks + 1) % KS);
+#pragma unroll
+      for (int i = 0; i < MT; ++i) {
+        unsigned a[4];
+        ldsm_x4(a, cur + a_ld[ks] + i * 16 * BK * 2);
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+          const int jj = (i & 1) ? NT - 1 - j : j;
+          mma_bf16(acc[i][jj], a, bf[ks & 1][jj]);
+        }
+      }
     }
   }
 #else
@@ -223,8 +302,9 @@ hgemm_tuned(const unsigned short* __restrict__ A, const unsigned short* __restri
   __syncthreads();
   const bool vec = full && (N % 8 == 0);
 #pragma unroll
-  for (int it = 0; it < BM * BCH / THREADS; ++it) {
+  for (int it = 0; it < EPI_ITERS; ++it) {
     const int idx = tid + it * THREADS, r = idx / BCH, c = idx % BCH;
+    if (BM * BCH % THREADS != 0 && idx >= BM * BCH) break;
     const uint4 v = *reinterpret_cast<const uint4*>(sc + r * EPI_PITCH + 8 * c);
     unsigned short* dst = C + (size_t)(m0 + r) * N + n0 + 8 * c;
     if (vec) {
