@@ -14,6 +14,11 @@
 //   MINB            __launch_bounds__ min blocks per SM       GROUP  block-swizzle group height (tiles)
 //   L2PF            0: cp.async.cg; 128/256: + .L2::128B / .L2::256B prefetch hint      (default 0)
 //   ORDER           mma issue order: 0 m-tiles outer, n serpentine; 1 n-tiles outer, m serpentine (default 0)
+//   PRED            1: the refill of the main loop is never skipped by a branch: past the last tile it copies
+//                   the last tile again with cp.async's src-size 0 (no global read, zeros into a stage that is
+//                   never multiplied), so ptxas can interleave it with the mmas (default 0: `if (next < KT)`)
+//   BAR_ROW         FRAG_DB 2: the m16 row of the last k16 step after whose A load the barrier sits
+//                   (default MT / 2: that row's mmas and the rest follow the barrier without a load)
 // A and B must be padded (zeros) to multiples of BM/BK and BK/BN; C is M × N exactly (stores guarded).
 // BN must be a multiple of 64 (the B swizzle XORs within groups of 8 chunks). When THREADS is not a
 // multiple of 8 · BN/8 (BN = 192: 24 chunks a row), B is copied in 64-column slabs instead (B_SLAB below).
@@ -23,6 +28,9 @@
 #endif
 #ifndef ORDER
 #define ORDER 0
+#endif
+#ifndef PRED
+#define PRED 0
 #endif
 
 constexpr int THREADS = WARPS_M * WARPS_N * 32;
@@ -82,6 +90,10 @@ __device__ __forceinline__ void cp_async16(unsigned saddr, const void* g) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(saddr), "l"(g) : "memory");
 #endif
 }
+// src_size 0: nothing is read from global memory, the 16 bytes of shared memory are zero-filled
+__device__ __forceinline__ void cp_async16_zfill(unsigned saddr, const void* g, unsigned src_size) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(saddr), "l"(g), "r"(src_size) : "memory");
+}
 __device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void cp_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory"); }
@@ -105,6 +117,7 @@ hgemm_tuned(const unsigned short* __restrict__ A, const unsigned short* __restri
   const int a_r = tid / ACH, a_c = tid % ACH;
   const unsigned a_soff = a_r * (BK * 2) + swz_a(a_r, a_c) * 16;
   const unsigned short* gA = A + (size_t)(bm * BM + a_r) * lda + 8 * a_c;
+  const int KT = K / BK;
   const bool a_last = A_EVEN || a_r + (A_PER - 1) * A_ROWS_PER_PASS < BM;   // partial last pass of A
   // B, row mode: row b_r (+ i · B_ROWS_PER_PASS), chunk b_c. Slab mode: slab-row v = tid / 8 is row
   // v % BK of slab v / BK, chunk tid % 8 of the slab; pass i adds i · B_VR slab-rows, which (B_VR and
@@ -116,20 +129,30 @@ hgemm_tuned(const unsigned short* __restrict__ A, const unsigned short* __restri
   const bool b_last = B_EVEN || (B_SLAB ? tid / 8 + (B_PER - 1) * B_VR < BK * (BCH / 8)
                                         : b_r + (B_PER - 1) * B_ROWS_PER_PASS < BK);
 
-  auto load_stage = [&](unsigned stage_base, int kt) {
+  // src_size: 16, or 0 (PRED refill past the last tile: kt is then a valid tile, nothing is read)
+  auto load_stage = [&](unsigned stage_base, int kt, unsigned src_size = 16) {
     const unsigned short* ga = gA + kt * BK;
     const unsigned short* gb = gB + (size_t)kt * BK * ldb;
+    auto cp = [&](unsigned sa, const void* g) {
+      if (PRED) cp_async16_zfill(sa, g, src_size);
+      else cp_async16(sa, g);
+    };
 #pragma unroll
     for (int i = 0; i < A_PER; ++i)
       if (i < A_PER - 1 || a_last)
-        cp_async16(stage_base + a_soff + i * A_ROWS_PER_PASS * BK * 2, ga + (size_t)i * A_ROWS_PER_PASS * lda);
+        cp(stage_base + a_soff + i * A_ROWS_PER_PASS * BK * 2, ga + (size_t)i * A_ROWS_PER_PASS * lda);
 #pragma unroll
     for (int i = 0; i < B_PER; ++i) {
       const int dr = B_SLAB ? (i * B_VR) % BK : i * B_ROWS_PER_PASS;    // rows added by pass i
       const int ds = B_SLAB ? (i * B_VR) / BK : 0;                      // 64-column slabs added
       if (i < B_PER - 1 || b_last)
-        cp_async16(stage_base + b_soff + dr * BN * 2 + ds * 128, gb + (size_t)dr * ldb + 64 * ds);
+        cp(stage_base + b_soff + dr * BN * 2 + ds * 128, gb + (size_t)dr * ldb + 64 * ds);
     }
+  };
+  // the main loop's refill of tile `next` (none past the last tile; PRED: a zero-size copy instead)
+  auto refill = [&](unsigned stage_base, int next) {
+    if (PRED) load_stage(stage_base, min(next, KT - 1), next < KT ? 16u : 0u);
+    else if (next < KT) load_stage(stage_base, next);
   };
 
   // ---- per-thread ldmatrix addresses (byte offsets inside a stage)
@@ -183,7 +206,6 @@ hgemm_tuned(const unsigned short* __restrict__ A, const unsigned short* __restri
 #endif
   };
 
-  const int KT = K / BK;
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {
     if (s < KT) load_stage(sbase + s * STAGE_BYTES, s);
@@ -208,8 +230,7 @@ hgemm_tuned(const unsigned short* __restrict__ A, const unsigned short* __restri
       }
       load_frags(af[(ks + 1) & 1], bf[(ks + 1) & 1], rd, (ks + 1) % KS);
       if (ks == 0) {
-        const int next = kt + STAGES - 1;
-        if (next < KT) load_stage(wr, next);
+        refill(wr, kt + STAGES - 1);
         cp_commit();
         wr += STAGE_BYTES;
         if (wr == send) wr = sbase;
@@ -218,12 +239,18 @@ hgemm_tuned(const unsigned short* __restrict__ A, const unsigned short* __restri
     }
   }
 #elif FRAG_DB == 2
-  // B fragments double-buffered (step ks+1's before step ks's mmas, across the tile boundary), A
-  // fragments one m16 row at a time: MT·4 + 2·NT·2 fragment registers instead of 2·(MT·4 + NT·2).
-  // A of a tile's last step is read after that step's barrier, so the stage of tile kt-1 is refilled
-  // after barrier kt (every read of it precedes that barrier in every thread), not at step 0.
-  // Committed groups at the wait of tile kt: STAGES-1 + kt (tiles 0 .. kt+STAGES-2): tile kt+1 is
-  // complete when at most STAGES-3 are pending.
+  // B fragments double-buffered (step ks+1's are loaded before step ks's mmas, across the tile
+  // boundary too), A fragments one m16 row at a time: MT·4 + 2·NT·2 fragment registers instead of
+  // 2·(MT·4 + NT·2). A of a tile's last step is read after that step's barrier, so the stage of tile
+  // kt-1 is refilled after barrier kt (every read of tile kt-1 came before it in every thread), not
+  // at step 0: one tile less in flight. Committed groups at the wait in tile kt: STAGES-1 + kt (tiles
+  // 0 .. kt+STAGES-2), so tile kt+1 is complete when at most STAGES-3 are pending.
+  // The barrier sits in the last step before the mmas of row BAR_ROW (whose A fragment and row
+  // BAR_ROW+1's are loaded before it): those mmas need nothing loaded after the barrier.
+#ifndef BAR_ROW
+#define BAR_ROW (MT / 2)
+#endif
+  static_assert(BAR_ROW >= 0 && BAR_ROW < MT, "BAR_ROW");
   unsigned bf[2][NT][2];
   auto load_b = [&](unsigned (&b)[NT][2], unsigned stage_base, int ks) {
 #pragma unroll
@@ -231,33 +258,40 @@ hgemm_tuned(const unsigned short* __restrict__ A, const unsigned short* __restri
       ldsm_x4_t(b[2 * jj][0], b[2 * jj][1], b[2 * jj + 1][0], b[2 * jj + 1][1],
                 stage_base + b_ld[jj] + ks * 16 * BN * 2);
   };
+  // A rows are software-pipelined one ahead: row i+1's fragment (the next step's / next tile's row 0
+  // at the end) is loaded before the mmas of row i, so no loop iteration starts on a bare ldmatrix.
+  static_assert(KS % 2 == 0, "B fragment buffers alternate over the k16 steps of a tile");
+  unsigned ab[2][4];
   cp_wait<STAGES - 2>();
   __syncthreads();
   load_b(bf[0], rd, 0);
+  ldsm_x4(ab[0], rd + a_ld[0]);
   for (int kt = 0; kt < KT; ++kt) {
-    const unsigned cur = rd;                       // the stage of tile kt (rd moves on at the last step)
+    const unsigned cur = rd;                       // the stage of tile kt (rd moves on in the last step)
 #pragma unroll
     for (int ks = 0; ks < KS; ++ks) {
-      if (ks == KS - 1) {
-        cp_wait<STAGES - 3>();                     // tile kt+1 landed (everyone's copies, after the barrier)
-        __syncthreads();                           // and every read of tile kt-1 is done: refill its stage
-        const int next = kt + STAGES - 1;
-        if (next < KT) load_stage(wr, next);
-        cp_commit();
-        wr += STAGE_BYTES;
-        if (wr == send) wr = sbase;
-        rd += STAGE_BYTES;
-        if (rd == send) rd = sbase;
-      }
-      load_b(bf[(ks + 1) & 1], ks == KS - 1 ? rd : cur, (ks + 1) % KS);
+      if (ks < KS - 1) load_b(bf[(ks + 1) & 1], cur, ks + 1);
 #pragma unroll
       for (int i = 0; i < MT; ++i) {
-        unsigned a[4];
-        ldsm_x4(a, cur + a_ld[ks] + i * 16 * BK * 2);
+        const int p = (ks * MT + i) & 1;
+        if (i < MT - 1) ldsm_x4(ab[p ^ 1], cur + a_ld[ks] + (i + 1) * 16 * BK * 2);
+        else if (ks < KS - 1) ldsm_x4(ab[p ^ 1], cur + a_ld[ks + 1]);
+        if (ks == KS - 1 && i == BAR_ROW) {
+          cp_wait<STAGES - 3>();                   // tile kt+1 landed (everyone's copies, after the barrier)
+          __syncthreads();                         // and every read of tile kt-1 is done: refill its stage
+          refill(wr, kt + STAGES - 1);
+          cp_commit();
+          wr += STAGE_BYTES;
+          if (wr == send) wr = sbase;
+          rd += STAGE_BYTES;
+          if (rd == send) rd = sbase;
+          load_b(bf[(ks + 1) & 1], rd, 0);         // tile kt+1, step 0
+        }
+        if (ks == KS - 1 && i == MT - 1) ldsm_x4(ab[p ^ 1], rd + a_ld[0]);   // tile kt+1, step 0, row 0
 #pragma unroll
         for (int j = 0; j < NT; ++j) {
           const int jj = (i & 1) ? NT - 1 - j : j;
-          mma_bf16(acc[i][jj], a, bf[ks & 1][jj]);
+          mma_bf16(acc[i][jj], ab[p], bf[ks & 1][jj]);
         }
       }
     }
@@ -266,8 +300,7 @@ hgemm_tuned(const unsigned short* __restrict__ A, const unsigned short* __restri
   for (int kt = 0; kt < KT; ++kt) {
     cp_wait<STAGES - 2>();
     __syncthreads();
-    const int next = kt + STAGES - 1;
-    if (next < KT) load_stage(wr, next);
+    refill(wr, kt + STAGES - 1);
     cp_commit();
     wr += STAGE_BYTES;
     if (wr == send) wr = sbase;

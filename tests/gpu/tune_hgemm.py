@@ -85,12 +85,51 @@ ROUND2.update({
     "t128x256_w2x4_k32_s4_db_epi_nouter": (128, 256, 32, 2, 4, 4, 1, 1, 1, 8, 0, 1),
     "t128x256_w2x4_k64_s3_db_epi_pf128":  (128, 256, 64, 2, 4, 3, 1, 1, 1, 8, 128, 0),
 })
+# Round 3: warp tiles with more flops per ldmatrix byte (96×64: MT 6, 64×96: NT 12; 80×64), for the
+# hypothesis that shared-memory bandwidth (ldmatrix + cp.async writes) binds mma.sync on Hopper.
+# FRAG_DB 2 = only B fragments double-buffered (A streamed one m16 row at a time).
+EXPLORE3 = {
+    "t192x256_w2x4_k32_s4_epi":         (192, 256, 32, 2, 4, 4, 0, 1, 1, 8),
+    "t192x256_w2x4_k32_s4_db_epi":      (192, 256, 32, 2, 4, 4, 1, 1, 1, 8),
+    "t192x256_w2x4_k32_s4_bdb_epi":     (192, 256, 32, 2, 4, 4, 2, 1, 1, 8),
+    "t192x256_w2x4_k32_s5_bdb_epi":     (192, 256, 32, 2, 4, 5, 2, 1, 1, 8),
+    "t192x256_w2x4_k64_s3_epi":         (192, 256, 64, 2, 4, 3, 0, 1, 1, 8),
+    "t192x256_w2x4_k64_s3_bdb_epi":     (192, 256, 64, 2, 4, 3, 2, 1, 1, 8),
+    "t256x192_w4x2_k32_s4_epi":         (256, 192, 32, 4, 2, 4, 0, 1, 1, 8),
+    "t256x192_w4x2_k32_s4_db_epi":      (256, 192, 32, 4, 2, 4, 1, 1, 1, 8),
+    "t256x192_w4x2_k32_s4_bdb_epi":     (256, 192, 32, 4, 2, 4, 2, 1, 1, 8),
+    "t192x128_w2x2_k32_s4_epi_2cta":    (192, 128, 32, 2, 2, 4, 0, 1, 2, 8),
+    "t192x128_w2x2_k32_s4_bdb_epi_2cta": (192, 128, 32, 2, 2, 4, 2, 1, 2, 8),
+    "t128x192_w2x2_k32_s4_epi_2cta":    (128, 192, 32, 2, 2, 4, 0, 1, 2, 8),
+    "t128x192_w2x2_k32_s4_bdb_epi_2cta": (128, 192, 32, 2, 2, 4, 2, 1, 2, 8),
+    "t160x256_w2x4_k32_s4_db_epi":      (160, 256, 32, 2, 4, 4, 1, 1, 1, 8),
+    "t160x256_w2x4_k32_s4_epi":         (160, 256, 32, 2, 4, 4, 0, 1, 1, 8),
+    "t320x128_w4x2_k32_s4_db_epi":      (320, 128, 32, 4, 2, 4, 1, 1, 1, 8),
+    "t128x256_w2x4_k32_s4_bdb_epi":     (128, 256, 32, 2, 4, 4, 2, 1, 1, 8),
+    "t128x256_w2x4_k32_s4_epi":         (128, 256, 32, 2, 4, 4, 0, 1, 1, 8),
+    "t192x256_w2x4_k32_s4_epi_pred":     (192, 256, 32, 2, 4, 4, 0, 1, 1, 8, 0, 0, 1),
+    "t192x256_w2x4_k32_s4_bdb_epi_pred": (192, 256, 32, 2, 4, 4, 2, 1, 1, 8, 0, 0, 1),
+    "t192x256_w2x4_k32_s5_bdb_epi_pred": (192, 256, 32, 2, 4, 5, 2, 1, 1, 8, 0, 0, 1),
+    "t256x192_w4x2_k32_s4_bdb_epi_pred": (256, 192, 32, 4, 2, 4, 2, 1, 1, 8, 0, 0, 1),
+    "t256x192_w4x2_k32_s5_bdb_epi_pred": (256, 192, 32, 4, 2, 5, 2, 1, 1, 8, 0, 0, 1),
+    "t192x128_w2x2_k32_s4_bdb_epi_2cta_pred": (192, 128, 32, 2, 2, 4, 2, 1, 2, 8, 0, 0, 1),
+    "t128x192_w2x2_k32_s4_bdb_epi_2cta_pred": (128, 192, 32, 2, 2, 4, 2, 1, 2, 8, 0, 0, 1),
+    "t128x256_w2x4_k32_s4_db_epi_pred":  (128, 256, 32, 2, 4, 4, 1, 1, 1, 8, 0, 0, 1),
+    "t160x256_w2x4_k32_s4_db_epi_pred":  (160, 256, 32, 2, 4, 4, 1, 1, 1, 8, 0, 0, 1),
+    "t192x256_w2x4_k64_s3_bdb_epi_pred": (192, 256, 64, 2, 4, 3, 2, 1, 1, 8, 0, 0, 1),
+    "t128x256_w2x4_k32_s4_bdb_epi_pred": (128, 256, 32, 2, 4, 4, 2, 1, 1, 8, 0, 0, 1),
+    "t128x256_w2x4_k32_s5_bdb_epi_pred": (128, 256, 32, 2, 4, 5, 2, 1, 1, 8, 0, 0, 1),
+    "t128x256_w2x4_k64_s3_bdb_epi_pred": (128, 256, 64, 2, 4, 3, 2, 1, 1, 8, 0, 0, 1),
+    "t160x256_w2x4_k32_s4_bdb_epi_pred": (160, 256, 32, 2, 4, 4, 2, 1, 1, 8, 0, 0, 1),
+    "t320x128_w4x2_k32_s4_bdb_epi_pred": (320, 128, 32, 4, 2, 4, 2, 1, 1, 8, 0, 0, 1),
+}
 VARIANTS = ROUND2
-KEYS = ("BM", "BN", "BK", "WARPS_M", "WARPS_N", "STAGES", "FRAG_DB", "EPI_SMEM", "MINB", "GROUP", "L2PF", "ORDER")
+KEYS = ("BM", "BN", "BK", "WARPS_M", "WARPS_N", "STAGES", "FRAG_DB", "EPI_SMEM", "MINB", "GROUP", "L2PF", "ORDER",
+        "PRED")
 
 
 def full_cfg(cfg):
-    return tuple(cfg) + (0, 0)[len(cfg) - 10:]
+    return tuple(cfg) + (0,) * (len(KEYS) - len(cfg))
 
 
 def variant_source(cfg) -> str:
@@ -117,10 +156,10 @@ def lesson_config(body: str):
 
 
 def config_str(cfg) -> str:
-    BM, BN, BK, wm, wn, S, db, epi, minb, grp, pf, order = full_cfg(cfg)
-    return (f"{BM}x{BN}x{BK} w{wm}x{wn}({BM // wm}x{BN // wn}) s{S}" + (" fragdb" if db else "")
+    BM, BN, BK, wm, wn, S, db, epi, minb, grp, pf, order, pred = full_cfg(cfg)
+    return (f"{BM}x{BN}x{BK} w{wm}x{wn}({BM // wm}x{BN // wn}) s{S}" + {0: "", 1: " fragdb", 2: " Bdb"}[db]
             + (" epi" if epi else "") + (f" lb{minb}" if minb > 1 else "") + (f" g{grp}" if grp != 8 else "")
-            + (f" L2::{pf}B" if pf else "") + (" n-outer" if order else ""))
+            + (f" L2::{pf}B" if pf else "") + (" n-outer" if order else "") + (" pred" if pred else ""))
 
 
 class Candidate:
@@ -378,8 +417,9 @@ def main():
     gpu = "--compile-only" not in args and cuda_cells.gpu_available()
     print(grader.mode(), "| arch", cuda_cells.default_arch(), "| gpu" if gpu else "| compile only", flush=True)
     report = {"date": time.strftime("%Y-%m-%d %H:%M"), "arch": cuda_cells.default_arch(), "peers": {}, "rows": []}
-    variants = ROUND1 if "--round" in args and args[args.index("--round") + 1] == "1" else ROUND2
-    report["round"] = 1 if variants is ROUND1 else 2
+    rnd = args[args.index("--round") + 1] if "--round" in args else "2"
+    variants = {"1": ROUND1, "2": ROUND2, "explore3": EXPLORE3}[rnd]
+    report["round"] = rnd
     cands = candidates(only, variants)
     for c in cands:
         if time.time() - t0 > COMPILE_BUDGET_S:
