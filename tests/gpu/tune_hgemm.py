@@ -3,7 +3,8 @@
     python tests/gpu/tune_hgemm.py                 # on a GPU: compile, check, time; table + $OUT/tune_hgemm.json
     python tests/gpu/tune_hgemm.py --compile-only  # anywhere (also the default with no GPU): registers, spills, SASS
     python tests/gpu/tune_hgemm.py --only base,t128x256   # substrings of variant names
-    python tests/gpu/tune_hgemm.py --round 1       # round 1's candidate list (default: round 2)
+    python tests/gpu/tune_hgemm.py --round 1       # round 1's / 2's candidate list (default: round 3;
+                                                   # --round explore3: round 3's compile-only exploration)
 
 Candidates are tests/gpu/hgemm_variants.cu with a block of #defines in front (block tile, warp grid,
 stages, fragment double buffering, shared-memory epilogue, launch bounds); the baseline row is the
@@ -123,7 +124,29 @@ EXPLORE3 = {
     "t160x256_w2x4_k32_s4_bdb_epi_pred": (160, 256, 32, 2, 4, 4, 2, 1, 1, 8, 0, 0, 1),
     "t320x128_w4x2_k32_s4_bdb_epi_pred": (320, 128, 32, 4, 2, 4, 2, 1, 1, 8, 0, 0, 1),
 }
-VARIANTS = ROUND2
+# Round 3 proper: the lesson and round 1-2's best row, then the larger warp tiles (all spill-free:
+# 246-255 registers; full fragment double buffering spills at 96×64 / 64×96, so FRAG_DB 2 or 0),
+# and FRAG_DB 2 + PRED on the 128×256 tile itself (its barrier moved into the last k16 step).
+# At 4096 no 96-multiple tile divides the matrix: 4096/192 = 21.3 → 22 tiles (3.1 % padding), and
+# 352 blocks on 132 SMs are 2.67 waves, so 3 waves of 1.5× the work of a 128×256 wave (4 waves at
+# 97 %): the 96-based tiles start ~11 % behind at 4096 (~3 % at 8192: 1376 blocks, 10.4 waves →
+# 11); the waves/eff figures printed beside each timing say how much. 80×64 (160×256) is worse at
+# 4096 (416 blocks: 3.15 waves → 4).
+ROUND3 = {"t128x256_w2x4_k32_s4_db_epi": ROUND1["t128x256_w2x4_k32_s4_db_epi"]}
+ROUND3.update({k: EXPLORE3[k] for k in (
+    "t192x256_w2x4_k32_s4_bdb_epi_pred",        # 96×64 warps, B fragments double-buffered
+    "t192x256_w2x4_k32_s5_bdb_epi_pred",        # + a stage (FRAG_DB 2 keeps one tile less in flight)
+    "t192x256_w2x4_k32_s4_epi_pred",            # 96×64, no fragment double buffering (control)
+    "t192x256_w2x4_k64_s3_bdb_epi_pred",        # 96×64, BK 64: half the barriers
+    "t256x192_w4x2_k32_s4_bdb_epi_pred",        # 64×96 warps (NT 12), B copied in 64-column slabs
+    "t256x192_w4x2_k32_s5_bdb_epi_pred",
+    "t192x128_w2x2_k32_s4_bdb_epi_2cta_pred",   # 4 warps of 96×64, 2 blocks per SM
+    "t128x192_w2x2_k32_s4_bdb_epi_2cta_pred",   # 4 warps of 64×96, 2 blocks per SM
+    "t160x256_w2x4_k32_s4_db_epi",              # 80×64 warps with full fragment double buffering
+    "t128x256_w2x4_k32_s4_bdb_epi_pred",        # the 64×64 tile with round 3's main loop
+    "t128x256_w2x4_k32_s5_bdb_epi_pred",
+)})
+VARIANTS = ROUND3
 KEYS = ("BM", "BN", "BK", "WARPS_M", "WARPS_N", "STAGES", "FRAG_DB", "EPI_SMEM", "MINB", "GROUP", "L2PF", "ORDER",
         "PRED")
 
@@ -355,6 +378,13 @@ def gpu_main(cands, report, t0):
         peer = P.flops(s) / t / 1e12
         report["peers"][str(n)] = peer
         print(f"{s}: cuBLAS bf16 {peer:.1f} TFLOP/s", flush=True)
+        sms = torch.cuda.get_device_properties(0).multi_processor_count
+        for cand in cands:          # wave quantization: blocks / (SMs · blocks per SM), and the share of
+            BM, BN, _ = cand.tile   # the launched tile-waves that is useful work (n² / (⌈waves⌉·slots·BM·BN))
+            slots = sms * (cand.row.get("blocks_per_sm") or 1)
+            tiles = -(-n // BM) * -(-n // BN)
+            cand.row[f"waves_{n}"] = round(tiles / slots, 2)
+            cand.row[f"wave_eff_{n}"] = round(n * n / (-(-tiles // slots) * slots * BM * BN), 3)
         for cand in cands:
             if cand.kernel is None or report.get("fatal"):
                 continue
@@ -368,7 +398,8 @@ def gpu_main(cands, report, t0):
                 cand.row[f"frac_{n}"] = ratio
                 cand.row[f"spread_{n}"] = spread
                 print(f"  {cand.name:40s} {cand.row[f'tflops_{n}']:7.1f} TFLOP/s  cuBLAS beside it "
-                      f"{cand.row[f'cublas_{n}']:7.1f}  {100 * ratio:5.1f}%", flush=True)
+                      f"{cand.row[f'cublas_{n}']:7.1f}  {100 * ratio:5.1f}%  waves {cand.row[f'waves_{n}']} "
+                      f"(eff {cand.row[f'wave_eff_{n}']:.3f})", flush=True)
             except Exception as e:
                 cand.row["errors"].append(f"time {n}: {e!r}"[:300])
         # cuBLAS again at the end: a drifting clock shows as a different number
@@ -417,8 +448,8 @@ def main():
     gpu = "--compile-only" not in args and cuda_cells.gpu_available()
     print(grader.mode(), "| arch", cuda_cells.default_arch(), "| gpu" if gpu else "| compile only", flush=True)
     report = {"date": time.strftime("%Y-%m-%d %H:%M"), "arch": cuda_cells.default_arch(), "peers": {}, "rows": []}
-    rnd = args[args.index("--round") + 1] if "--round" in args else "2"
-    variants = {"1": ROUND1, "2": ROUND2, "explore3": EXPLORE3}[rnd]
+    rnd = args[args.index("--round") + 1] if "--round" in args else "3"
+    variants = {"1": ROUND1, "2": ROUND2, "3": ROUND3, "explore3": EXPLORE3}[rnd]
     report["round"] = rnd
     cands = candidates(only, variants)
     for c in cands:
