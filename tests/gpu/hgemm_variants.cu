@@ -19,6 +19,8 @@
 //                   never multiplied), so ptxas can interleave it with the mmas (default 0: `if (next < KT)`)
 //   BAR_ROW         FRAG_DB 2: the m16 row of the last k16 step after whose A load the barrier sits
 //                   (default MT / 2: that row's mmas and the rest follow the barrier without a load)
+//   PERSIST         1: also compile hgemm_persistent (end of file): one block per SM loops over tiles, its
+//                   pipeline running across tile boundaries; launch it with min(tiles, SMs) blocks (default 0)
 // A and B must be padded (zeros) to multiples of BM/BK and BK/BN; C is M × N exactly (stores guarded).
 // BN must be a multiple of 64 (the B swizzle XORs within groups of 8 chunks). When THREADS is not a
 // multiple of 8 · BN/8 (BN = 192: 24 chunks a row), B is copied in 64-column slabs instead (B_SLAB below).
@@ -28,6 +30,9 @@
 #endif
 #ifndef ORDER
 #define ORDER 0
+#endif
+#ifndef PERSIST
+#define PERSIST 0
 #endif
 #ifndef PRED
 #define PRED 0
@@ -369,3 +374,184 @@ hgemm_tuned(const unsigned short* __restrict__ A, const unsigned short* __restri
       }
 #endif
 }
+
+#if PERSIST
+// Persistent variant: one block per SM walks tiles blockIdx.x, +gridDim.x, … and its cp.async pipeline
+// runs straight across tile boundaries (the next tile's first stages load while this tile finishes and
+// writes C). C is staged in its own shared-memory region after the stages. FRAG_DB path only.
+static_assert(FRAG_DB == 1 && A_EVEN && B_EVEN && !B_SLAB && EPI_SMEM,
+              "the persistent kernel: full fragment double buffering, whole load passes, staged C");
+constexpr int EPI_BYTES = BM * EPI_PITCH * 2;
+
+extern "C" __global__ void __launch_bounds__(THREADS, 1)
+hgemm_persistent(const unsigned short* __restrict__ A, const unsigned short* __restrict__ B,
+                 unsigned short* __restrict__ C, int M, int N, int K, int lda, int ldb, int tiles_m, int tiles_n) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  const unsigned sbase = (unsigned)__cvta_generic_to_shared(smem);
+  unsigned short* sc = reinterpret_cast<unsigned short*>(smem + STAGES * STAGE_BYTES);
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int wm = (warp / WARPS_N) * WM, wn = (warp % WARPS_N) * WN;
+  const int KT = K / BK, ntiles = tiles_m * tiles_n;
+  const int total = ((ntiles - (int)blockIdx.x + (int)gridDim.x - 1) / (int)gridDim.x) * KT;   // k-steps of this block
+
+  // grouped order, as in hgemm_tuned, of tile number t
+  auto coords = [&](int t, int& bm, int& bn) {
+    const int per_group = GROUP * tiles_n, first_m = (t / per_group) * GROUP;
+    const int group_m = min(tiles_m - first_m, GROUP);
+    bm = first_m + (t % per_group) % group_m;
+    bn = (t % per_group) / group_m;
+  };
+
+  const int a_r = tid / ACH, a_c = tid % ACH, b_r = tid / BCH, b_c = tid % BCH;
+  const unsigned a_soff = a_r * (BK * 2) + swz_a(a_r, a_c) * 16;
+  const unsigned b_soff = A_BYTES + b_r * (BN * 2) + swz_b(b_r, b_c) * 16;
+
+  // the loader's position: tile ld_t, k-step ld_kt, and its thread's first source element of A and B
+  int ld_t = blockIdx.x, ld_kt = 0, ld_left = total;
+  const unsigned short *ga, *gb;
+  auto ld_point = [&]() {
+    int bm, bn;
+    coords(ld_t, bm, bn);
+    ga = A + (size_t)(bm * BM + a_r) * lda + 8 * a_c;
+    gb = B + (size_t)b_r * ldb + bn * BN + 8 * b_c;
+  };
+  ld_point();
+  auto load_next = [&](unsigned stage_base) {     // one k-step into stage_base (if any left), then advance
+    if (ld_left > 0) {
+#pragma unroll
+      for (int i = 0; i < A_PER; ++i)
+        cp_async16(stage_base + a_soff + i * A_ROWS_PER_PASS * BK * 2, ga + (size_t)i * A_ROWS_PER_PASS * lda);
+#pragma unroll
+      for (int i = 0; i < B_PER; ++i)
+        cp_async16(stage_base + b_soff + i * B_ROWS_PER_PASS * BN * 2, gb + (size_t)i * B_ROWS_PER_PASS * ldb);
+      --ld_left;
+      ga += BK;
+      gb += (size_t)BK * ldb;
+      if (++ld_kt == KT) {
+        ld_kt = 0;
+        ld_t += gridDim.x;
+        if (ld_left > 0) ld_point();
+      }
+    }
+    cp_commit();
+  };
+
+  unsigned a_ld[KS];
+  {
+    const int r = wm + (lane & 15);
+#pragma unroll
+    for (int ks = 0; ks < KS; ++ks) a_ld[ks] = r * (BK * 2) + swz_a(r, 2 * ks + (lane >> 4)) * 16;
+  }
+  unsigned b_ld[NT / 2];
+  {
+    const int r = (lane & 7) + ((lane >> 3) & 1) * 8;
+#pragma unroll
+    for (int jj = 0; jj < NT / 2; ++jj)
+      b_ld[jj] = A_BYTES + r * (BN * 2) + swz_b(r, wn / 8 + 2 * jj + (lane >> 4)) * 16;
+  }
+
+  float acc[MT][NT][4];
+  auto zero = [&]() {
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+      for (int j = 0; j < NT; ++j)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) acc[i][j][q] = 0.f;
+  };
+  zero();
+  auto load_frags = [&](unsigned (&a)[MT][4], unsigned (&b)[NT][2], unsigned stage_base, int ks) {
+#pragma unroll
+    for (int i = 0; i < MT; ++i) ldsm_x4(a[i], stage_base + a_ld[ks] + i * 16 * BK * 2);
+#pragma unroll
+    for (int jj = 0; jj < NT / 2; ++jj)
+      ldsm_x4_t(b[2 * jj][0], b[2 * jj][1], b[2 * jj + 1][0], b[2 * jj + 1][1],
+                stage_base + b_ld[jj] + ks * 16 * BN * 2);
+  };
+
+  const int g = lane >> 2, t4 = lane & 3;
+  auto epilogue = [&](int tile) {                 // acc → bf16 → staged C → 16-byte stores
+    int bm, bn;
+    coords(tile, bm, bn);
+    const int m0 = bm * BM, n0 = bn * BN;
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+      for (int j = 0; j < NT; ++j)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          unsigned packed;
+          asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(packed) : "f"(acc[i][j][2 * h + 1]), "f"(acc[i][j][2 * h]));
+          *reinterpret_cast<unsigned*>(sc + (wm + 16 * i + g + 8 * h) * EPI_PITCH + wn + 8 * j + 2 * t4) = packed;
+        }
+    __syncthreads();        // (the previous tile's reads of sc ended before this tile's k-step barriers)
+    const bool vec = (m0 + BM <= M) && (n0 + BN <= N) && (N % 8 == 0);
+#pragma unroll 4
+    for (int it = 0; it < BM * BCH / THREADS; ++it) {
+      const int idx = tid + it * THREADS, r = idx / BCH, c = idx % BCH;
+      const uint4 v = *reinterpret_cast<const uint4*>(sc + r * EPI_PITCH + 8 * c);
+      unsigned short* dst = C + (size_t)(m0 + r) * N + n0 + 8 * c;
+      if (vec) {
+        *reinterpret_cast<uint4*>(dst) = v;
+      } else if (m0 + r < M) {
+        const unsigned w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+        for (int e = 0; e < 8; ++e)
+          if (n0 + 8 * c + e < N) dst[e] = (unsigned short)(w[e / 2] >> (16 * (e % 2)));
+      }
+    }
+  };
+
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) load_next(sbase + s * STAGE_BYTES);
+  unsigned rd = sbase, wr = sbase + (STAGES - 1) * STAGE_BYTES;
+  const unsigned send = sbase + STAGES * STAGE_BYTES;
+
+  unsigned af[2][MT][4], bf[2][NT][2];
+  cp_wait<STAGES - 2>();
+  __syncthreads();
+  load_frags(af[0], bf[0], rd, 0);
+  int kt = 0, tile = blockIdx.x;
+  for (int step = 0; step < total; ++step) {
+#pragma unroll
+    for (int ks = 0; ks < KS; ++ks) {
+      if (ks == KS - 1) {
+        cp_wait<STAGES - 2>();
+        __syncthreads();
+        rd += STAGE_BYTES;
+        if (rd == send) rd = sbase;
+      }
+      load_frags(af[(ks + 1) & 1], bf[(ks + 1) & 1], rd, (ks + 1) % KS);   // may be the next tile's k 0
+      if (ks == 0) {
+        load_next(wr);
+        wr += STAGE_BYTES;
+        if (wr == send) wr = sbase;
+      }
+#if ORDER == 1
+#pragma unroll
+      for (int j = 0; j < NT; ++j)
+#pragma unroll
+        for (int i = 0; i < MT; ++i) {
+          const int ii = (j & 1) ? MT - 1 - i : i;
+          mma_bf16(acc[ii][j], af[ks & 1][ii], bf[ks & 1][j]);
+        }
+#else
+#pragma unroll
+      for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+          const int jj = (i & 1) ? NT - 1 - j : j;
+          mma_bf16(acc[i][jj], af[ks & 1][i], bf[ks & 1][jj]);
+        }
+#endif
+    }
+    if (++kt == KT) {
+      epilogue(tile);
+      zero();
+      kt = 0;
+      tile += gridDim.x;
+    }
+  }
+  cp_wait<0>();
+}
+#endif

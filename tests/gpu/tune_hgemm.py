@@ -146,9 +146,16 @@ ROUND3.update({k: EXPLORE3[k] for k in (
     "t128x256_w2x4_k32_s4_bdb_epi_pred",        # the 64×64 tile with round 3's main loop
     "t128x256_w2x4_k32_s5_bdb_epi_pred",
 )})
+# and the persistent kernel (one block per SM, the pipeline running across tiles, as cuBLAS's nvjet
+# kernel does at 4096: grid 132), on the lesson's tile
+ROUND3.update({
+    "t128x256_w2x4_k32_s4_db_epi_persist": (128, 256, 32, 2, 4, 4, 1, 1, 1, 8, 0, 0, 0, 1),
+    "t128x256_w2x4_k32_s5_db_epi_persist": (128, 256, 32, 2, 4, 5, 1, 1, 1, 8, 0, 0, 0, 1),
+    "t128x256_w2x4_k32_s4_db_epi_persist_g16": (128, 256, 32, 2, 4, 4, 1, 1, 1, 16, 0, 0, 0, 1),
+})
 VARIANTS = ROUND3
 KEYS = ("BM", "BN", "BK", "WARPS_M", "WARPS_N", "STAGES", "FRAG_DB", "EPI_SMEM", "MINB", "GROUP", "L2PF", "ORDER",
-        "PRED")
+        "PRED", "PERSIST")
 
 
 def full_cfg(cfg):
@@ -163,6 +170,8 @@ def variant_source(cfg) -> str:
 def smem_bytes(cfg) -> int:
     BM, BN, BK, _, _, S, _, EPI = cfg[:8]
     pipe = S * (BM * BK + BK * BN) * 2
+    if full_cfg(cfg)[KEYS.index("PERSIST")]:
+        return pipe + BM * (BN + 8) * 2                 # the persistent kernel stages C beside the stages
     return max(pipe, BM * (BN + 8) * 2) if EPI else pipe
 
 
@@ -179,10 +188,11 @@ def lesson_config(body: str):
 
 
 def config_str(cfg) -> str:
-    BM, BN, BK, wm, wn, S, db, epi, minb, grp, pf, order, pred = full_cfg(cfg)
+    BM, BN, BK, wm, wn, S, db, epi, minb, grp, pf, order, pred, persist = full_cfg(cfg)
     return (f"{BM}x{BN}x{BK} w{wm}x{wn}({BM // wm}x{BN // wn}) s{S}" + {0: "", 1: " fragdb", 2: " Bdb"}[db]
             + (" epi" if epi else "") + (f" lb{minb}" if minb > 1 else "") + (f" g{grp}" if grp != 8 else "")
-            + (f" L2::{pf}B" if pf else "") + (" n-outer" if order else "") + (" pred" if pred else ""))
+            + (f" L2::{pf}B" if pf else "") + (" n-outer" if order else "") + (" pred" if pred else "")
+            + (" persistent" if persist else ""))
 
 
 class Candidate:
@@ -227,7 +237,11 @@ class Candidate:
         """a (Mp, Kp), b (Kp, Np) already padded to the tile; c (M, N)."""
         BM, BN, _ = self.tile
         tm, tn = a.shape[0] // BM, b.shape[1] // BN
-        self.kernel[tm * tn, self.threads, self.smem](a, b, c, M, N, a.shape[1], a.shape[1], b.shape[1], tm, tn)
+        blocks = tm * tn
+        if self.kernel_name == "hgemm_persistent":       # one block per SM, each looping over tiles
+            import torch
+            blocks = min(blocks, torch.cuda.get_device_properties(0).multi_processor_count)
+        self.kernel[blocks, self.threads, self.smem](a, b, c, M, N, a.shape[1], a.shape[1], b.shape[1], tm, tn)
 
 
 def candidates(only=None, variants=None) -> list[Candidate]:
@@ -245,7 +259,8 @@ def candidates(only=None, variants=None) -> list[Candidate]:
         c.row["errors"].append(f"notebook: {e!r}")
         out.append(c)
     for name, cfg in (variants or VARIANTS).items():
-        out.append(Candidate(name, "hgemm_tuned", cfg, variant_source(cfg), cfg[3] * cfg[4] * 32, cfg[:3]))
+        kernel = "hgemm_persistent" if full_cfg(cfg)[KEYS.index("PERSIST")] else "hgemm_tuned"
+        out.append(Candidate(name, kernel, cfg, variant_source(cfg), cfg[3] * cfg[4] * 32, cfg[:3]))
     if only:
         out = [c for c in out if any(s in c.name for s in only)]
     return out
