@@ -2,13 +2,28 @@
 // bf16 in (as 16-bit words), fp32 accumulation, bf16 out. mma.sync m16n8k16 + ldmatrix (x4, x4.trans)
 // + cp.async multistage pipeline + XOR-swizzled shared memory + grouped block order.
 // The configuration comes from #defines that tune_hgemm.py puts in front of this file:
-//   BM BN BK        block tile            WARPS_M WARPS_N  warp grid (warp tile BM/WARPS_M × BN/WARPS_N)
-//   STAGES          cp.async stages       FRAG_DB          1: ldmatrix of k16 step ks+1 before the mmas of ks
+//   BM BN BK        block tile            WARPS_M WARPS_N  warp grid (warp tile BM/WARPS_M × BN/WARPS_N:
+//                   any multiple of 16 × 16, e.g. 64×64, 96×64 (MT 6), 64×96 (NT 12), 80×64)
+//   STAGES          cp.async stages
+//   FRAG_DB         0: each k16 step loads its fragments, then multiplies (ptxas overlaps what registers allow)
+//                   1: ldmatrix of k16 step ks+1 (A and B) before the mmas of ks, across the tile boundary too
+//                   2: half: only B is double-buffered (step ks+1's B before the mmas of ks); A is loaded
+//                      one m16 row at a time inside the step. The stage refill then moves after the barrier
+//                      (A of a tile's last step is read after it), so one tile less is in flight: STAGES >= 3
 //   EPI_SMEM        1: C staged through shared memory, 16-byte stores
 //   MINB            __launch_bounds__ min blocks per SM       GROUP  block-swizzle group height (tiles)
 //   L2PF            0: cp.async.cg; 128/256: + .L2::128B / .L2::256B prefetch hint      (default 0)
 //   ORDER           mma issue order: 0 m-tiles outer, n serpentine; 1 n-tiles outer, m serpentine (default 0)
+//   PRED            1: the refill of the main loop is never skipped by a branch: past the last tile it copies
+//                   the last tile again with cp.async's src-size 0 (no global read, zeros into a stage that is
+//                   never multiplied), so ptxas can interleave it with the mmas (default 0: `if (next < KT)`)
+//   BAR_ROW         FRAG_DB 2: the m16 row of the last k16 step after whose A load the barrier sits
+//                   (default MT / 2: that row's mmas and the rest follow the barrier without a load)
+//   PERSIST         1: also compile hgemm_persistent (end of file): one block per SM loops over tiles, its
+//                   pipeline running across tile boundaries; launch it with min(tiles, SMs) blocks (default 0)
 // A and B must be padded (zeros) to multiples of BM/BK and BK/BN; C is M × N exactly (stores guarded).
+// BN must be a multiple of 64 (the B swizzle XORs within groups of 8 chunks). When THREADS is not a
+// multiple of 8 · BN/8 (BN = 192: 24 chunks a row), B is copied in 64-column slabs instead (B_SLAB below).
 
 #ifndef L2PF
 #define L2PF 0
@@ -16,22 +31,42 @@
 #ifndef ORDER
 #define ORDER 0
 #endif
+#ifndef PERSIST
+#define PERSIST 0
+#endif
+#ifndef PRED
+#define PRED 0
+#endif
 
 constexpr int THREADS = WARPS_M * WARPS_N * 32;
 constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;
 constexpr int MT = WM / 16, NT = WN / 8, KS = BK / 16;
 constexpr int ACH = BK / 8, BCH = BN / 8;              // 16-byte chunks per smem row of A / B
 constexpr int A_BYTES = BM * BK * 2, B_BYTES = BK * BN * 2, STAGE_BYTES = A_BYTES + B_BYTES;
-constexpr int A_PER = BM * ACH / THREADS, B_PER = BK * BCH / THREADS;   // cp.async per thread per stage
-constexpr int A_ROWS_PER_PASS = THREADS / ACH, B_ROWS_PER_PASS = THREADS / BCH;
+// cp.async passes per thread per stage; the last pass of A may be partial (BM = 160: 2.5 passes)
+constexpr int A_PER = (BM * ACH + THREADS - 1) / THREADS;
+constexpr bool A_EVEN = BM * ACH % THREADS == 0;
+constexpr int A_ROWS_PER_PASS = THREADS / ACH;
+// B: rows of BCH chunks when THREADS / BCH is a whole multiple of 8 rows (the swizzle repeats every
+// pass); otherwise (B_SLAB) 64-column slabs: thread tid copies chunk tid % 8 of slab-row tid / 8 +
+// i · THREADS / 8, slab-rows numbered slab-major (BK of them per 64-column slab).
+constexpr bool B_SLAB = (THREADS % BCH != 0) || ((THREADS / BCH) % 8 != 0);
+constexpr int B_ROWS_PER_PASS = B_SLAB ? 0 : THREADS / BCH;
+constexpr int B_VR = THREADS / 8;                        // slab-rows per pass (B_SLAB)
+constexpr int B_PER = (BK * BCH + THREADS - 1) / THREADS;
+constexpr bool B_EVEN = BK * BCH % THREADS == 0;
 constexpr int EPI_PITCH = BN + 8;                       // bf16 per staged C row (+16 B: no bank conflicts)
+constexpr int EPI_ITERS = (BM * BCH + THREADS - 1) / THREADS;
 
-static_assert(WM % 16 == 0 && WN % 16 == 0, "warp tile");
+static_assert(WM * WARPS_M == BM && WN * WARPS_N == BN, "warp grid must tile the block");
+static_assert(WM % 16 == 0 && WN % 16 == 0, "warp tile: m16 tiles, pairs of n8 tiles (one ldmatrix x4.trans)");
 static_assert(ACH == 4 || ACH == 8, "BK must be 32 or 64");
 static_assert(BCH % 8 == 0, "BN must be a multiple of 64");
-static_assert(BM * ACH % THREADS == 0 && BK * BCH % THREADS == 0, "loads must divide evenly");
-static_assert(A_ROWS_PER_PASS % 8 == 0 && B_ROWS_PER_PASS % 8 == 0, "swizzle must repeat across passes");
-static_assert(KS % 2 == 0 || FRAG_DB == 0, "fragment double buffering pairs k16 steps");
+static_assert(THREADS % ACH == 0 && A_ROWS_PER_PASS % 8 == 0, "A swizzle must repeat across passes");
+static_assert(!B_SLAB || (THREADS % 64 == 0 && (B_VR % BK == 0 || BK % B_VR == 0)),
+              "B slabs: the slab-row step must be a multiple of 8 and divide BK (or BK divide it)");
+static_assert(KS % 2 == 0 || FRAG_DB != 1, "fragment double buffering pairs k16 steps");
+static_assert(FRAG_DB != 2 || (STAGES >= 3 && KS >= 2), "half double buffering refills after the barrier");
 
 // physical chunk of logical chunk c in row r (ldmatrix's 8 rows hit 8 different 16-byte bank groups)
 __device__ __forceinline__ int swz_a(int r, int c) { return ACH == 8 ? (c ^ (r & 7)) : (c ^ ((r >> 1) & 3)); }
@@ -60,6 +95,10 @@ __device__ __forceinline__ void cp_async16(unsigned saddr, const void* g) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(saddr), "l"(g) : "memory");
 #endif
 }
+// src_size 0: nothing is read from global memory, the 16 bytes of shared memory are zero-filled
+__device__ __forceinline__ void cp_async16_zfill(unsigned saddr, const void* g, unsigned src_size) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(saddr), "l"(g), "r"(src_size) : "memory");
+}
 __device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void cp_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory"); }
@@ -83,19 +122,42 @@ hgemm_tuned(const unsigned short* __restrict__ A, const unsigned short* __restri
   const int a_r = tid / ACH, a_c = tid % ACH;
   const unsigned a_soff = a_r * (BK * 2) + swz_a(a_r, a_c) * 16;
   const unsigned short* gA = A + (size_t)(bm * BM + a_r) * lda + 8 * a_c;
-  const int b_r = tid / BCH, b_c = tid % BCH;
+  const int KT = K / BK;
+  const bool a_last = A_EVEN || a_r + (A_PER - 1) * A_ROWS_PER_PASS < BM;   // partial last pass of A
+  // B, row mode: row b_r (+ i · B_ROWS_PER_PASS), chunk b_c. Slab mode: slab-row v = tid / 8 is row
+  // v % BK of slab v / BK, chunk tid % 8 of the slab; pass i adds i · B_VR slab-rows, which (B_VR and
+  // BK dividing one another) adds (i · B_VR) % BK rows and (i · B_VR) / BK slabs, keeping row % 8.
+  const int b_r = B_SLAB ? (tid / 8) % BK : tid / BCH;
+  const int b_c = B_SLAB ? ((tid / 8) / BK) * 8 + tid % 8 : tid % BCH;
   const unsigned b_soff = A_BYTES + b_r * (BN * 2) + swz_b(b_r, b_c) * 16;
   const unsigned short* gB = B + (size_t)b_r * ldb + bn * BN + 8 * b_c;
+  const bool b_last = B_EVEN || (B_SLAB ? tid / 8 + (B_PER - 1) * B_VR < BK * (BCH / 8)
+                                        : b_r + (B_PER - 1) * B_ROWS_PER_PASS < BK);
 
-  auto load_stage = [&](unsigned stage_base, int kt) {
+  // src_size: 16, or 0 (PRED refill past the last tile: kt is then a valid tile, nothing is read)
+  auto load_stage = [&](unsigned stage_base, int kt, unsigned src_size = 16) {
     const unsigned short* ga = gA + kt * BK;
     const unsigned short* gb = gB + (size_t)kt * BK * ldb;
+    auto cp = [&](unsigned sa, const void* g) {
+      if (PRED) cp_async16_zfill(sa, g, src_size);
+      else cp_async16(sa, g);
+    };
 #pragma unroll
     for (int i = 0; i < A_PER; ++i)
-      cp_async16(stage_base + a_soff + i * A_ROWS_PER_PASS * BK * 2, ga + (size_t)i * A_ROWS_PER_PASS * lda);
+      if (i < A_PER - 1 || a_last)
+        cp(stage_base + a_soff + i * A_ROWS_PER_PASS * BK * 2, ga + (size_t)i * A_ROWS_PER_PASS * lda);
 #pragma unroll
-    for (int i = 0; i < B_PER; ++i)
-      cp_async16(stage_base + b_soff + i * B_ROWS_PER_PASS * BN * 2, gb + (size_t)i * B_ROWS_PER_PASS * ldb);
+    for (int i = 0; i < B_PER; ++i) {
+      const int dr = B_SLAB ? (i * B_VR) % BK : i * B_ROWS_PER_PASS;    // rows added by pass i
+      const int ds = B_SLAB ? (i * B_VR) / BK : 0;                      // 64-column slabs added
+      if (i < B_PER - 1 || b_last)
+        cp(stage_base + b_soff + dr * BN * 2 + ds * 128, gb + (size_t)dr * ldb + 64 * ds);
+    }
+  };
+  // the main loop's refill of tile `next` (none past the last tile; PRED: a zero-size copy instead)
+  auto refill = [&](unsigned stage_base, int next) {
+    if (PRED) load_stage(stage_base, min(next, KT - 1), next < KT ? 16u : 0u);
+    else if (next < KT) load_stage(stage_base, next);
   };
 
   // ---- per-thread ldmatrix addresses (byte offsets inside a stage)
@@ -149,7 +211,6 @@ hgemm_tuned(const unsigned short* __restrict__ A, const unsigned short* __restri
 #endif
   };
 
-  const int KT = K / BK;
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {
     if (s < KT) load_stage(sbase + s * STAGE_BYTES, s);
@@ -158,7 +219,7 @@ hgemm_tuned(const unsigned short* __restrict__ A, const unsigned short* __restri
   unsigned rd = sbase, wr = sbase + (STAGES - 1) * STAGE_BYTES;
   const unsigned send = sbase + STAGES * STAGE_BYTES;
 
-#if FRAG_DB
+#if FRAG_DB == 1
   unsigned af[2][MT][4], bf[2][NT][2];
   cp_wait<STAGES - 2>();
   __syncthreads();
@@ -174,8 +235,7 @@ hgemm_tuned(const unsigned short* __restrict__ A, const unsigned short* __restri
       }
       load_frags(af[(ks + 1) & 1], bf[(ks + 1) & 1], rd, (ks + 1) % KS);
       if (ks == 0) {
-        const int next = kt + STAGES - 1;
-        if (next < KT) load_stage(wr, next);
+        refill(wr, kt + STAGES - 1);
         cp_commit();
         wr += STAGE_BYTES;
         if (wr == send) wr = sbase;
@@ -183,12 +243,69 @@ hgemm_tuned(const unsigned short* __restrict__ A, const unsigned short* __restri
       mmas(af[ks & 1], bf[ks & 1]);
     }
   }
+#elif FRAG_DB == 2
+  // B fragments double-buffered (step ks+1's are loaded before step ks's mmas, across the tile
+  // boundary too), A fragments one m16 row at a time: MT·4 + 2·NT·2 fragment registers instead of
+  // 2·(MT·4 + NT·2). A of a tile's last step is read after that step's barrier, so the stage of tile
+  // kt-1 is refilled after barrier kt (every read of tile kt-1 came before it in every thread), not
+  // at step 0: one tile less in flight. Committed groups at the wait in tile kt: STAGES-1 + kt (tiles
+  // 0 .. kt+STAGES-2), so tile kt+1 is complete when at most STAGES-3 are pending.
+  // The barrier sits in the last step before the mmas of row BAR_ROW (whose A fragment and row
+  // BAR_ROW+1's are loaded before it): those mmas need nothing loaded after the barrier.
+#ifndef BAR_ROW
+#define BAR_ROW (MT / 2)
+#endif
+  static_assert(BAR_ROW >= 0 && BAR_ROW < MT, "BAR_ROW");
+  unsigned bf[2][NT][2];
+  auto load_b = [&](unsigned (&b)[NT][2], unsigned stage_base, int ks) {
+#pragma unroll
+    for (int jj = 0; jj < NT / 2; ++jj)
+      ldsm_x4_t(b[2 * jj][0], b[2 * jj][1], b[2 * jj + 1][0], b[2 * jj + 1][1],
+                stage_base + b_ld[jj] + ks * 16 * BN * 2);
+  };
+  // A rows are software-pipelined one ahead: row i+1's fragment (the next step's / next tile's row 0
+  // at the end) is loaded before the mmas of row i, so no loop iteration starts on a bare ldmatrix.
+  static_assert(KS % 2 == 0, "B fragment buffers alternate over the k16 steps of a tile");
+  unsigned ab[2][4];
+  cp_wait<STAGES - 2>();
+  __syncthreads();
+  load_b(bf[0], rd, 0);
+  ldsm_x4(ab[0], rd + a_ld[0]);
+  for (int kt = 0; kt < KT; ++kt) {
+    const unsigned cur = rd;                       // the stage of tile kt (rd moves on in the last step)
+#pragma unroll
+    for (int ks = 0; ks < KS; ++ks) {
+      if (ks < KS - 1) load_b(bf[(ks + 1) & 1], cur, ks + 1);
+#pragma unroll
+      for (int i = 0; i < MT; ++i) {
+        const int p = (ks * MT + i) & 1;
+        if (i < MT - 1) ldsm_x4(ab[p ^ 1], cur + a_ld[ks] + (i + 1) * 16 * BK * 2);
+        else if (ks < KS - 1) ldsm_x4(ab[p ^ 1], cur + a_ld[ks + 1]);
+        if (ks == KS - 1 && i == BAR_ROW) {
+          cp_wait<STAGES - 3>();                   // tile kt+1 landed (everyone's copies, after the barrier)
+          __syncthreads();                         // and every read of tile kt-1 is done: refill its stage
+          refill(wr, kt + STAGES - 1);
+          cp_commit();
+          wr += STAGE_BYTES;
+          if (wr == send) wr = sbase;
+          rd += STAGE_BYTES;
+          if (rd == send) rd = sbase;
+          load_b(bf[(ks + 1) & 1], rd, 0);         // tile kt+1, step 0
+        }
+        if (ks == KS - 1 && i == MT - 1) ldsm_x4(ab[p ^ 1], rd + a_ld[0]);   // tile kt+1, step 0, row 0
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+          const int jj = (i & 1) ? NT - 1 - j : j;
+          mma_bf16(acc[i][jj], ab[p], bf[ks & 1][jj]);
+        }
+      }
+    }
+  }
 #else
   for (int kt = 0; kt < KT; ++kt) {
     cp_wait<STAGES - 2>();
     __syncthreads();
-    const int next = kt + STAGES - 1;
-    if (next < KT) load_stage(wr, next);
+    refill(wr, kt + STAGES - 1);
     cp_commit();
     wr += STAGE_BYTES;
     if (wr == send) wr = sbase;
@@ -223,8 +340,9 @@ hgemm_tuned(const unsigned short* __restrict__ A, const unsigned short* __restri
   __syncthreads();
   const bool vec = full && (N % 8 == 0);
 #pragma unroll
-  for (int it = 0; it < BM * BCH / THREADS; ++it) {
+  for (int it = 0; it < EPI_ITERS; ++it) {
     const int idx = tid + it * THREADS, r = idx / BCH, c = idx % BCH;
+    if (BM * BCH % THREADS != 0 && idx >= BM * BCH) break;
     const uint4 v = *reinterpret_cast<const uint4*>(sc + r * EPI_PITCH + 8 * c);
     unsigned short* dst = C + (size_t)(m0 + r) * N + n0 + 8 * c;
     if (vec) {
@@ -256,3 +374,184 @@ hgemm_tuned(const unsigned short* __restrict__ A, const unsigned short* __restri
       }
 #endif
 }
+
+#if PERSIST
+// Persistent variant: one block per SM walks tiles blockIdx.x, +gridDim.x, … and its cp.async pipeline
+// runs straight across tile boundaries (the next tile's first stages load while this tile finishes and
+// writes C). C is staged in its own shared-memory region after the stages. FRAG_DB path only.
+static_assert(FRAG_DB == 1 && A_EVEN && B_EVEN && !B_SLAB && EPI_SMEM,
+              "the persistent kernel: full fragment double buffering, whole load passes, staged C");
+constexpr int EPI_BYTES = BM * EPI_PITCH * 2;
+
+extern "C" __global__ void __launch_bounds__(THREADS, 1)
+hgemm_persistent(const unsigned short* __restrict__ A, const unsigned short* __restrict__ B,
+                 unsigned short* __restrict__ C, int M, int N, int K, int lda, int ldb, int tiles_m, int tiles_n) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  const unsigned sbase = (unsigned)__cvta_generic_to_shared(smem);
+  unsigned short* sc = reinterpret_cast<unsigned short*>(smem + STAGES * STAGE_BYTES);
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int wm = (warp / WARPS_N) * WM, wn = (warp % WARPS_N) * WN;
+  const int KT = K / BK, ntiles = tiles_m * tiles_n;
+  const int total = ((ntiles - (int)blockIdx.x + (int)gridDim.x - 1) / (int)gridDim.x) * KT;   // k-steps of this block
+
+  // grouped order, as in hgemm_tuned, of tile number t
+  auto coords = [&](int t, int& bm, int& bn) {
+    const int per_group = GROUP * tiles_n, first_m = (t / per_group) * GROUP;
+    const int group_m = min(tiles_m - first_m, GROUP);
+    bm = first_m + (t % per_group) % group_m;
+    bn = (t % per_group) / group_m;
+  };
+
+  const int a_r = tid / ACH, a_c = tid % ACH, b_r = tid / BCH, b_c = tid % BCH;
+  const unsigned a_soff = a_r * (BK * 2) + swz_a(a_r, a_c) * 16;
+  const unsigned b_soff = A_BYTES + b_r * (BN * 2) + swz_b(b_r, b_c) * 16;
+
+  // the loader's position: tile ld_t, k-step ld_kt, and its thread's first source element of A and B
+  int ld_t = blockIdx.x, ld_kt = 0, ld_left = total;
+  const unsigned short *ga, *gb;
+  auto ld_point = [&]() {
+    int bm, bn;
+    coords(ld_t, bm, bn);
+    ga = A + (size_t)(bm * BM + a_r) * lda + 8 * a_c;
+    gb = B + (size_t)b_r * ldb + bn * BN + 8 * b_c;
+  };
+  ld_point();
+  auto load_next = [&](unsigned stage_base) {     // one k-step into stage_base (if any left), then advance
+    if (ld_left > 0) {
+#pragma unroll
+      for (int i = 0; i < A_PER; ++i)
+        cp_async16(stage_base + a_soff + i * A_ROWS_PER_PASS * BK * 2, ga + (size_t)i * A_ROWS_PER_PASS * lda);
+#pragma unroll
+      for (int i = 0; i < B_PER; ++i)
+        cp_async16(stage_base + b_soff + i * B_ROWS_PER_PASS * BN * 2, gb + (size_t)i * B_ROWS_PER_PASS * ldb);
+      --ld_left;
+      ga += BK;
+      gb += (size_t)BK * ldb;
+      if (++ld_kt == KT) {
+        ld_kt = 0;
+        ld_t += gridDim.x;
+        if (ld_left > 0) ld_point();
+      }
+    }
+    cp_commit();
+  };
+
+  unsigned a_ld[KS];
+  {
+    const int r = wm + (lane & 15);
+#pragma unroll
+    for (int ks = 0; ks < KS; ++ks) a_ld[ks] = r * (BK * 2) + swz_a(r, 2 * ks + (lane >> 4)) * 16;
+  }
+  unsigned b_ld[NT / 2];
+  {
+    const int r = (lane & 7) + ((lane >> 3) & 1) * 8;
+#pragma unroll
+    for (int jj = 0; jj < NT / 2; ++jj)
+      b_ld[jj] = A_BYTES + r * (BN * 2) + swz_b(r, wn / 8 + 2 * jj + (lane >> 4)) * 16;
+  }
+
+  float acc[MT][NT][4];
+  auto zero = [&]() {
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+      for (int j = 0; j < NT; ++j)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) acc[i][j][q] = 0.f;
+  };
+  zero();
+  auto load_frags = [&](unsigned (&a)[MT][4], unsigned (&b)[NT][2], unsigned stage_base, int ks) {
+#pragma unroll
+    for (int i = 0; i < MT; ++i) ldsm_x4(a[i], stage_base + a_ld[ks] + i * 16 * BK * 2);
+#pragma unroll
+    for (int jj = 0; jj < NT / 2; ++jj)
+      ldsm_x4_t(b[2 * jj][0], b[2 * jj][1], b[2 * jj + 1][0], b[2 * jj + 1][1],
+                stage_base + b_ld[jj] + ks * 16 * BN * 2);
+  };
+
+  const int g = lane >> 2, t4 = lane & 3;
+  auto epilogue = [&](int tile) {                 // acc → bf16 → staged C → 16-byte stores
+    int bm, bn;
+    coords(tile, bm, bn);
+    const int m0 = bm * BM, n0 = bn * BN;
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+      for (int j = 0; j < NT; ++j)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          unsigned packed;
+          asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(packed) : "f"(acc[i][j][2 * h + 1]), "f"(acc[i][j][2 * h]));
+          *reinterpret_cast<unsigned*>(sc + (wm + 16 * i + g + 8 * h) * EPI_PITCH + wn + 8 * j + 2 * t4) = packed;
+        }
+    __syncthreads();        // (the previous tile's reads of sc ended before this tile's k-step barriers)
+    const bool vec = (m0 + BM <= M) && (n0 + BN <= N) && (N % 8 == 0);
+#pragma unroll 4
+    for (int it = 0; it < BM * BCH / THREADS; ++it) {
+      const int idx = tid + it * THREADS, r = idx / BCH, c = idx % BCH;
+      const uint4 v = *reinterpret_cast<const uint4*>(sc + r * EPI_PITCH + 8 * c);
+      unsigned short* dst = C + (size_t)(m0 + r) * N + n0 + 8 * c;
+      if (vec) {
+        *reinterpret_cast<uint4*>(dst) = v;
+      } else if (m0 + r < M) {
+        const unsigned w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+        for (int e = 0; e < 8; ++e)
+          if (n0 + 8 * c + e < N) dst[e] = (unsigned short)(w[e / 2] >> (16 * (e % 2)));
+      }
+    }
+  };
+
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) load_next(sbase + s * STAGE_BYTES);
+  unsigned rd = sbase, wr = sbase + (STAGES - 1) * STAGE_BYTES;
+  const unsigned send = sbase + STAGES * STAGE_BYTES;
+
+  unsigned af[2][MT][4], bf[2][NT][2];
+  cp_wait<STAGES - 2>();
+  __syncthreads();
+  load_frags(af[0], bf[0], rd, 0);
+  int kt = 0, tile = blockIdx.x;
+  for (int step = 0; step < total; ++step) {
+#pragma unroll
+    for (int ks = 0; ks < KS; ++ks) {
+      if (ks == KS - 1) {
+        cp_wait<STAGES - 2>();
+        __syncthreads();
+        rd += STAGE_BYTES;
+        if (rd == send) rd = sbase;
+      }
+      load_frags(af[(ks + 1) & 1], bf[(ks + 1) & 1], rd, (ks + 1) % KS);   // may be the next tile's k 0
+      if (ks == 0) {
+        load_next(wr);
+        wr += STAGE_BYTES;
+        if (wr == send) wr = sbase;
+      }
+#if ORDER == 1
+#pragma unroll
+      for (int j = 0; j < NT; ++j)
+#pragma unroll
+        for (int i = 0; i < MT; ++i) {
+          const int ii = (j & 1) ? MT - 1 - i : i;
+          mma_bf16(acc[ii][j], af[ks & 1][ii], bf[ks & 1][j]);
+        }
+#else
+#pragma unroll
+      for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+          const int jj = (i & 1) ? NT - 1 - j : j;
+          mma_bf16(acc[i][jj], af[ks & 1][i], bf[ks & 1][jj]);
+        }
+#endif
+    }
+    if (++kt == KT) {
+      epilogue(tile);
+      zero();
+      kt = 0;
+      tile += gridDim.x;
+    }
+  }
+  cp_wait<0>();
+}
+#endif

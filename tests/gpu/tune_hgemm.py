@@ -3,7 +3,8 @@
     python tests/gpu/tune_hgemm.py                 # on a GPU: compile, check, time; table + $OUT/tune_hgemm.json
     python tests/gpu/tune_hgemm.py --compile-only  # anywhere (also the default with no GPU): registers, spills, SASS
     python tests/gpu/tune_hgemm.py --only base,t128x256   # substrings of variant names
-    python tests/gpu/tune_hgemm.py --round 1       # round 1's candidate list (default: round 2)
+    python tests/gpu/tune_hgemm.py --round 1       # round 1's / 2's candidate list (default: round 3;
+                                                   # --round explore3: round 3's compile-only exploration)
 
 Candidates are tests/gpu/hgemm_variants.cu with a block of #defines in front (block tile, warp grid,
 stages, fragment double buffering, shared-memory epilogue, launch bounds); the baseline row is the
@@ -85,12 +86,80 @@ ROUND2.update({
     "t128x256_w2x4_k32_s4_db_epi_nouter": (128, 256, 32, 2, 4, 4, 1, 1, 1, 8, 0, 1),
     "t128x256_w2x4_k64_s3_db_epi_pf128":  (128, 256, 64, 2, 4, 3, 1, 1, 1, 8, 128, 0),
 })
-VARIANTS = ROUND2
-KEYS = ("BM", "BN", "BK", "WARPS_M", "WARPS_N", "STAGES", "FRAG_DB", "EPI_SMEM", "MINB", "GROUP", "L2PF", "ORDER")
+# Round 3: warp tiles with more flops per ldmatrix byte (96×64: MT 6, 64×96: NT 12; 80×64), for the
+# hypothesis that shared-memory bandwidth (ldmatrix + cp.async writes) binds mma.sync on Hopper.
+# FRAG_DB 2 = only B fragments double-buffered (A streamed one m16 row at a time).
+EXPLORE3 = {
+    "t192x256_w2x4_k32_s4_epi":         (192, 256, 32, 2, 4, 4, 0, 1, 1, 8),
+    "t192x256_w2x4_k32_s4_db_epi":      (192, 256, 32, 2, 4, 4, 1, 1, 1, 8),
+    "t192x256_w2x4_k32_s4_bdb_epi":     (192, 256, 32, 2, 4, 4, 2, 1, 1, 8),
+    "t192x256_w2x4_k32_s5_bdb_epi":     (192, 256, 32, 2, 4, 5, 2, 1, 1, 8),
+    "t192x256_w2x4_k64_s3_epi":         (192, 256, 64, 2, 4, 3, 0, 1, 1, 8),
+    "t192x256_w2x4_k64_s3_bdb_epi":     (192, 256, 64, 2, 4, 3, 2, 1, 1, 8),
+    "t256x192_w4x2_k32_s4_epi":         (256, 192, 32, 4, 2, 4, 0, 1, 1, 8),
+    "t256x192_w4x2_k32_s4_db_epi":      (256, 192, 32, 4, 2, 4, 1, 1, 1, 8),
+    "t256x192_w4x2_k32_s4_bdb_epi":     (256, 192, 32, 4, 2, 4, 2, 1, 1, 8),
+    "t192x128_w2x2_k32_s4_epi_2cta":    (192, 128, 32, 2, 2, 4, 0, 1, 2, 8),
+    "t192x128_w2x2_k32_s4_bdb_epi_2cta": (192, 128, 32, 2, 2, 4, 2, 1, 2, 8),
+    "t128x192_w2x2_k32_s4_epi_2cta":    (128, 192, 32, 2, 2, 4, 0, 1, 2, 8),
+    "t128x192_w2x2_k32_s4_bdb_epi_2cta": (128, 192, 32, 2, 2, 4, 2, 1, 2, 8),
+    "t160x256_w2x4_k32_s4_db_epi":      (160, 256, 32, 2, 4, 4, 1, 1, 1, 8),
+    "t160x256_w2x4_k32_s4_epi":         (160, 256, 32, 2, 4, 4, 0, 1, 1, 8),
+    "t320x128_w4x2_k32_s4_db_epi":      (320, 128, 32, 4, 2, 4, 1, 1, 1, 8),
+    "t128x256_w2x4_k32_s4_bdb_epi":     (128, 256, 32, 2, 4, 4, 2, 1, 1, 8),
+    "t128x256_w2x4_k32_s4_epi":         (128, 256, 32, 2, 4, 4, 0, 1, 1, 8),
+    "t192x256_w2x4_k32_s4_epi_pred":     (192, 256, 32, 2, 4, 4, 0, 1, 1, 8, 0, 0, 1),
+    "t192x256_w2x4_k32_s4_bdb_epi_pred": (192, 256, 32, 2, 4, 4, 2, 1, 1, 8, 0, 0, 1),
+    "t192x256_w2x4_k32_s5_bdb_epi_pred": (192, 256, 32, 2, 4, 5, 2, 1, 1, 8, 0, 0, 1),
+    "t256x192_w4x2_k32_s4_bdb_epi_pred": (256, 192, 32, 4, 2, 4, 2, 1, 1, 8, 0, 0, 1),
+    "t256x192_w4x2_k32_s5_bdb_epi_pred": (256, 192, 32, 4, 2, 5, 2, 1, 1, 8, 0, 0, 1),
+    "t192x128_w2x2_k32_s4_bdb_epi_2cta_pred": (192, 128, 32, 2, 2, 4, 2, 1, 2, 8, 0, 0, 1),
+    "t128x192_w2x2_k32_s4_bdb_epi_2cta_pred": (128, 192, 32, 2, 2, 4, 2, 1, 2, 8, 0, 0, 1),
+    "t128x256_w2x4_k32_s4_db_epi_pred":  (128, 256, 32, 2, 4, 4, 1, 1, 1, 8, 0, 0, 1),
+    "t160x256_w2x4_k32_s4_db_epi_pred":  (160, 256, 32, 2, 4, 4, 1, 1, 1, 8, 0, 0, 1),
+    "t192x256_w2x4_k64_s3_bdb_epi_pred": (192, 256, 64, 2, 4, 3, 2, 1, 1, 8, 0, 0, 1),
+    "t128x256_w2x4_k32_s4_bdb_epi_pred": (128, 256, 32, 2, 4, 4, 2, 1, 1, 8, 0, 0, 1),
+    "t128x256_w2x4_k32_s5_bdb_epi_pred": (128, 256, 32, 2, 4, 5, 2, 1, 1, 8, 0, 0, 1),
+    "t128x256_w2x4_k64_s3_bdb_epi_pred": (128, 256, 64, 2, 4, 3, 2, 1, 1, 8, 0, 0, 1),
+    "t160x256_w2x4_k32_s4_bdb_epi_pred": (160, 256, 32, 2, 4, 4, 2, 1, 1, 8, 0, 0, 1),
+    "t320x128_w4x2_k32_s4_bdb_epi_pred": (320, 128, 32, 4, 2, 4, 2, 1, 1, 8, 0, 0, 1),
+}
+# Round 3 proper: the lesson and round 1-2's best row, then the larger warp tiles (all spill-free:
+# 246-255 registers; full fragment double buffering spills at 96×64 / 64×96, so FRAG_DB 2 or 0),
+# and FRAG_DB 2 + PRED on the 128×256 tile itself (its barrier moved into the last k16 step).
+# At 4096 no 96-multiple tile divides the matrix: 4096/192 = 21.3 → 22 tiles (3.1 % padding), and
+# 352 blocks on 132 SMs are 2.67 waves, so 3 waves of 1.5× the work of a 128×256 wave (4 waves at
+# 97 %): the 96-based tiles start ~11 % behind at 4096 (~3 % at 8192: 1376 blocks, 10.4 waves →
+# 11); the waves/eff figures printed beside each timing say how much. 80×64 (160×256) is worse at
+# 4096 (416 blocks: 3.15 waves → 4).
+ROUND3 = {"t128x256_w2x4_k32_s4_db_epi": ROUND1["t128x256_w2x4_k32_s4_db_epi"]}
+ROUND3.update({k: EXPLORE3[k] for k in (
+    "t192x256_w2x4_k32_s4_bdb_epi_pred",        # 96×64 warps, B fragments double-buffered
+    "t192x256_w2x4_k32_s5_bdb_epi_pred",        # + a stage (FRAG_DB 2 keeps one tile less in flight)
+    "t192x256_w2x4_k32_s4_epi_pred",            # 96×64, no fragment double buffering (control)
+    "t192x256_w2x4_k64_s3_bdb_epi_pred",        # 96×64, BK 64: half the barriers
+    "t256x192_w4x2_k32_s4_bdb_epi_pred",        # 64×96 warps (NT 12), B copied in 64-column slabs
+    "t256x192_w4x2_k32_s5_bdb_epi_pred",
+    "t192x128_w2x2_k32_s4_bdb_epi_2cta_pred",   # 4 warps of 96×64, 2 blocks per SM
+    "t128x192_w2x2_k32_s4_bdb_epi_2cta_pred",   # 4 warps of 64×96, 2 blocks per SM
+    "t160x256_w2x4_k32_s4_db_epi",              # 80×64 warps with full fragment double buffering
+    "t128x256_w2x4_k32_s4_bdb_epi_pred",        # the 64×64 tile with round 3's main loop
+    "t128x256_w2x4_k32_s5_bdb_epi_pred",
+)})
+# and the persistent kernel (one block per SM, the pipeline running across tiles, as cuBLAS's nvjet
+# kernel does at 4096: grid 132), on the lesson's tile
+ROUND3.update({
+    "t128x256_w2x4_k32_s4_db_epi_persist": (128, 256, 32, 2, 4, 4, 1, 1, 1, 8, 0, 0, 0, 1),
+    "t128x256_w2x4_k32_s5_db_epi_persist": (128, 256, 32, 2, 4, 5, 1, 1, 1, 8, 0, 0, 0, 1),
+    "t128x256_w2x4_k32_s4_db_epi_persist_g16": (128, 256, 32, 2, 4, 4, 1, 1, 1, 16, 0, 0, 0, 1),
+})
+VARIANTS = ROUND3
+KEYS = ("BM", "BN", "BK", "WARPS_M", "WARPS_N", "STAGES", "FRAG_DB", "EPI_SMEM", "MINB", "GROUP", "L2PF", "ORDER",
+        "PRED", "PERSIST")
 
 
 def full_cfg(cfg):
-    return tuple(cfg) + (0, 0)[len(cfg) - 10:]
+    return tuple(cfg) + (0,) * (len(KEYS) - len(cfg))
 
 
 def variant_source(cfg) -> str:
@@ -101,6 +170,8 @@ def variant_source(cfg) -> str:
 def smem_bytes(cfg) -> int:
     BM, BN, BK, _, _, S, _, EPI = cfg[:8]
     pipe = S * (BM * BK + BK * BN) * 2
+    if full_cfg(cfg)[KEYS.index("PERSIST")]:
+        return pipe + BM * (BN + 8) * 2                 # the persistent kernel stages C beside the stages
     return max(pipe, BM * (BN + 8) * 2) if EPI else pipe
 
 
@@ -117,10 +188,11 @@ def lesson_config(body: str):
 
 
 def config_str(cfg) -> str:
-    BM, BN, BK, wm, wn, S, db, epi, minb, grp, pf, order = full_cfg(cfg)
-    return (f"{BM}x{BN}x{BK} w{wm}x{wn}({BM // wm}x{BN // wn}) s{S}" + (" fragdb" if db else "")
+    BM, BN, BK, wm, wn, S, db, epi, minb, grp, pf, order, pred, persist = full_cfg(cfg)
+    return (f"{BM}x{BN}x{BK} w{wm}x{wn}({BM // wm}x{BN // wn}) s{S}" + {0: "", 1: " fragdb", 2: " Bdb"}[db]
             + (" epi" if epi else "") + (f" lb{minb}" if minb > 1 else "") + (f" g{grp}" if grp != 8 else "")
-            + (f" L2::{pf}B" if pf else "") + (" n-outer" if order else ""))
+            + (f" L2::{pf}B" if pf else "") + (" n-outer" if order else "") + (" pred" if pred else "")
+            + (" persistent" if persist else ""))
 
 
 class Candidate:
@@ -165,7 +237,11 @@ class Candidate:
         """a (Mp, Kp), b (Kp, Np) already padded to the tile; c (M, N)."""
         BM, BN, _ = self.tile
         tm, tn = a.shape[0] // BM, b.shape[1] // BN
-        self.kernel[tm * tn, self.threads, self.smem](a, b, c, M, N, a.shape[1], a.shape[1], b.shape[1], tm, tn)
+        blocks = tm * tn
+        if self.kernel_name == "hgemm_persistent":       # one block per SM, each looping over tiles
+            import torch
+            blocks = min(blocks, torch.cuda.get_device_properties(0).multi_processor_count)
+        self.kernel[blocks, self.threads, self.smem](a, b, c, M, N, a.shape[1], a.shape[1], b.shape[1], tm, tn)
 
 
 def candidates(only=None, variants=None) -> list[Candidate]:
@@ -183,7 +259,8 @@ def candidates(only=None, variants=None) -> list[Candidate]:
         c.row["errors"].append(f"notebook: {e!r}")
         out.append(c)
     for name, cfg in (variants or VARIANTS).items():
-        out.append(Candidate(name, "hgemm_tuned", cfg, variant_source(cfg), cfg[3] * cfg[4] * 32, cfg[:3]))
+        kernel = "hgemm_persistent" if full_cfg(cfg)[KEYS.index("PERSIST")] else "hgemm_tuned"
+        out.append(Candidate(name, kernel, cfg, variant_source(cfg), cfg[3] * cfg[4] * 32, cfg[:3]))
     if only:
         out = [c for c in out if any(s in c.name for s in only)]
     return out
@@ -316,6 +393,13 @@ def gpu_main(cands, report, t0):
         peer = P.flops(s) / t / 1e12
         report["peers"][str(n)] = peer
         print(f"{s}: cuBLAS bf16 {peer:.1f} TFLOP/s", flush=True)
+        sms = torch.cuda.get_device_properties(0).multi_processor_count
+        for cand in cands:          # wave quantization: blocks / (SMs · blocks per SM), and the share of
+            BM, BN, _ = cand.tile   # the launched tile-waves that is useful work (n² / (⌈waves⌉·slots·BM·BN))
+            slots = sms * (cand.row.get("blocks_per_sm") or 1)
+            tiles = -(-n // BM) * -(-n // BN)
+            cand.row[f"waves_{n}"] = round(tiles / slots, 2)
+            cand.row[f"wave_eff_{n}"] = round(n * n / (-(-tiles // slots) * slots * BM * BN), 3)
         for cand in cands:
             if cand.kernel is None or report.get("fatal"):
                 continue
@@ -329,7 +413,8 @@ def gpu_main(cands, report, t0):
                 cand.row[f"frac_{n}"] = ratio
                 cand.row[f"spread_{n}"] = spread
                 print(f"  {cand.name:40s} {cand.row[f'tflops_{n}']:7.1f} TFLOP/s  cuBLAS beside it "
-                      f"{cand.row[f'cublas_{n}']:7.1f}  {100 * ratio:5.1f}%", flush=True)
+                      f"{cand.row[f'cublas_{n}']:7.1f}  {100 * ratio:5.1f}%  waves {cand.row[f'waves_{n}']} "
+                      f"(eff {cand.row[f'wave_eff_{n}']:.3f})", flush=True)
             except Exception as e:
                 cand.row["errors"].append(f"time {n}: {e!r}"[:300])
         # cuBLAS again at the end: a drifting clock shows as a different number
@@ -378,8 +463,9 @@ def main():
     gpu = "--compile-only" not in args and cuda_cells.gpu_available()
     print(grader.mode(), "| arch", cuda_cells.default_arch(), "| gpu" if gpu else "| compile only", flush=True)
     report = {"date": time.strftime("%Y-%m-%d %H:%M"), "arch": cuda_cells.default_arch(), "peers": {}, "rows": []}
-    variants = ROUND1 if "--round" in args and args[args.index("--round") + 1] == "1" else ROUND2
-    report["round"] = 1 if variants is ROUND1 else 2
+    rnd = args[args.index("--round") + 1] if "--round" in args else "3"
+    variants = {"1": ROUND1, "2": ROUND2, "3": ROUND3, "explore3": EXPLORE3}[rnd]
+    report["round"] = rnd
     cands = candidates(only, variants)
     for c in cands:
         if time.time() - t0 > COMPILE_BUDGET_S:
