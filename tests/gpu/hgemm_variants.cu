@@ -19,6 +19,8 @@
 //                   never multiplied), so ptxas can interleave it with the mmas (default 0: `if (next < KT)`)
 //   BAR_ROW         FRAG_DB 2: the m16 row of the last k16 step after whose A load the barrier sits
 //                   (default MT / 2: that row's mmas and the rest follow the barrier without a load)
+//   DRAIN           FRAG_DB 1: 1 = refills without a bounds test from running source pointers, then a
+//                   drain loop over the last STAGES-1 tiles that only multiplies (default 0)
 //   PERSIST         1: also compile hgemm_persistent (end of file): one block per SM loops over tiles, its
 //                   pipeline running across tile boundaries; launch it with min(tiles, SMs) blocks (default 0)
 // A and B must be padded (zeros) to multiples of BM/BK and BK/BN; C is M × N exactly (stores guarded).
@@ -30,6 +32,9 @@
 #endif
 #ifndef ORDER
 #define ORDER 0
+#endif
+#ifndef DRAIN
+#define DRAIN 0
 #endif
 #ifndef PERSIST
 #define PERSIST 0
@@ -135,9 +140,8 @@ hgemm_tuned(const unsigned short* __restrict__ A, const unsigned short* __restri
                                         : b_r + (B_PER - 1) * B_ROWS_PER_PASS < BK);
 
   // src_size: 16, or 0 (PRED refill past the last tile: kt is then a valid tile, nothing is read)
-  auto load_stage = [&](unsigned stage_base, int kt, unsigned src_size = 16) {
-    const unsigned short* ga = gA + kt * BK;
-    const unsigned short* gb = gB + (size_t)kt * BK * ldb;
+  auto load_from = [&](unsigned stage_base, const unsigned short* ga, const unsigned short* gb,
+                       unsigned src_size = 16) {
     auto cp = [&](unsigned sa, const void* g) {
       if (PRED) cp_async16_zfill(sa, g, src_size);
       else cp_async16(sa, g);
@@ -153,6 +157,9 @@ hgemm_tuned(const unsigned short* __restrict__ A, const unsigned short* __restri
       if (i < B_PER - 1 || b_last)
         cp(stage_base + b_soff + dr * BN * 2 + ds * 128, gb + (size_t)dr * ldb + 64 * ds);
     }
+  };
+  auto load_stage = [&](unsigned stage_base, int kt, unsigned src_size = 16) {
+    load_from(stage_base, gA + kt * BK, gB + (size_t)kt * BK * ldb, src_size);
   };
   // the main loop's refill of tile `next` (none past the last tile; PRED: a zero-size copy instead)
   auto refill = [&](unsigned stage_base, int next) {
@@ -219,7 +226,38 @@ hgemm_tuned(const unsigned short* __restrict__ A, const unsigned short* __restri
   unsigned rd = sbase, wr = sbase + (STAGES - 1) * STAGE_BYTES;
   const unsigned send = sbase + STAGES * STAGE_BYTES;
 
-#if FRAG_DB == 1
+#if FRAG_DB == 1 && DRAIN
+  // the steady state refills without a test, from running source pointers; the last STAGES-1 tiles
+  // only multiply (their empty commits keep the group count the waits expect)
+  unsigned af[2][MT][4], bf[2][NT][2];
+  const unsigned short* ra = gA + (STAGES - 1) * BK;
+  const unsigned short* rb = gB + (size_t)(STAGES - 1) * BK * ldb;
+  const size_t rb_step = (size_t)BK * ldb;
+  cp_wait<STAGES - 2>();
+  __syncthreads();
+  load_frags(af[0], bf[0], rd, 0);
+  int kt = 0;
+#define HG_KTILE(FILL)                                                              \
+  _Pragma("unroll") for (int ks = 0; ks < KS; ++ks) {                              \
+    if (ks == KS - 1) {                                                             \
+      cp_wait<STAGES - 2>();                                                        \
+      __syncthreads();                                                              \
+      rd += STAGE_BYTES;                                                            \
+      if (rd == send) rd = sbase;                                                   \
+    }                                                                               \
+    load_frags(af[(ks + 1) & 1], bf[(ks + 1) & 1], rd, (ks + 1) % KS);              \
+    if (ks == 0) {                                                                  \
+      if (FILL) { load_from(wr, ra, rb); ra += BK; rb += rb_step; }                 \
+      cp_commit();                                                                  \
+      wr += STAGE_BYTES;                                                            \
+      if (wr == send) wr = sbase;                                                   \
+    }                                                                               \
+    mmas(af[ks & 1], bf[ks & 1]);                                                   \
+  }
+  for (; kt < KT - (STAGES - 1); ++kt) { HG_KTILE(true) }
+  for (; kt < KT; ++kt) { HG_KTILE(false) }
+#undef HG_KTILE
+#elif FRAG_DB == 1
   unsigned af[2][MT][4], bf[2][NT][2];
   cp_wait<STAGES - 2>();
   __syncthreads();
