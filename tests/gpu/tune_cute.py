@@ -54,7 +54,7 @@ FLAGS = ("KPIPE", "EPI_SMEM", "ROWA", "HOIST")
 # n outer, m inner. HOIST: copy sources advanced by a pointer add, main loop without the bounds test.
 VARIANTS = {
     "t256x128_w4x2_k32_s4_kp_epi":           (256, 128, 32, 4, 2, 4, 1, 1, 1, 0, 0),   # best row of the last sweep
-    "t128x256_w2x4_k32_s4_kp_epi_rowa":      (128, 256, 32, 2, 4, 4, 1, 1, 1, 1, 0),   # the lesson's kernel + A-stationary mmas
+    "t128x256_w2x4_k32_s4_kp_epi":           (128, 256, 32, 2, 4, 4, 1, 1, 1, 0, 0),   # the lesson's kernel with cute::gemm's order
     "t128x256_w2x4_k32_s4_kp_epi_hoist":     (128, 256, 32, 2, 4, 4, 1, 1, 1, 0, 1),   # the lesson's kernel + hoisted copies
     "t128x256_w2x4_k32_s4_kp_epi_rowa_hoist": (128, 256, 32, 2, 4, 4, 1, 1, 1, 1, 1),
     "t256x128_w4x2_k32_s4_kp_epi_rowa_hoist": (256, 128, 32, 4, 2, 4, 1, 1, 1, 1, 1),
