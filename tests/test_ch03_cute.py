@@ -121,3 +121,70 @@ def test_wrong_swizzle_is_caught(ns, wrong):
         run_check(ns, VISIBLE)
     with pytest.raises(AssertionError):
         run_check(ns, HIDDEN)
+
+
+# ---------------------------------------------------------------- the pipeline's control flow
+def _pipeline(KT, STAGES, KB=2):
+    """The v_cute main loop's bookkeeping, step for step (prologue; steady loop that refills; drain loop
+    that only multiplies), with cp.async groups modelled: returns the tiles loaded, in order. Asserts
+    that every mma step multiplies tile kt from a stage whose copy group had completed at the last
+    wait, and that each refill writes the stage read by tile kt - 1 (freed at the last barrier)."""
+    groups, pending, landed, loads, frag = [], [], {}, [], {}
+
+    def fence():
+        groups.append(list(pending))
+        pending.clear()
+
+    def wait(n):   # cp_async_wait<n>: all but the n most recent groups are complete
+        for g in groups[: len(groups) - n]:
+            for s, t in g:
+                landed[s] = t
+
+    def issue(s, t):
+        assert 0 <= t < KT, f"loads tile {t} of {KT}"
+        pending.append((s, t))
+        loads.append(t)
+
+    for s in range(STAGES - 1):
+        if s < KT:
+            issue(s, s)
+        fence()
+    st = {"read": 0, "write": STAGES - 1, "src": STAGES - 1}
+    wait(STAGES - 2)
+    frag[0] = landed.get(0)
+
+    def k_tile(kt, refill):
+        for kb in range(KB):
+            if kb == KB - 1:
+                wait(STAGES - 2)
+                st["read"] = (st["read"] + 1) % STAGES
+            frag[(kb + 1) % KB] = landed.get(st["read"])
+            if kb == 0:
+                if refill:
+                    assert st["write"] == (kt - 1) % STAGES
+                    issue(st["write"], st["src"])
+                    st["src"] += 1
+                    st["write"] = (st["write"] + 1) % STAGES
+                fence()
+            assert frag[kb] == kt, f"KT={KT} S={STAGES}: k tile {kt} step {kb} multiplies tile {frag[kb]}"
+
+    kt = 0
+    while kt < KT - (STAGES - 1):
+        k_tile(kt, True)
+        kt += 1
+    while kt < KT:
+        k_tile(kt, False)
+        kt += 1
+    return loads
+
+
+def test_main_loop_steady_and_drain_cover_every_k_tile():
+    # the cell has the structure modelled above…
+    src = kernel_source()
+    assert "for (; kt < KT - (STAGES - 1); ++kt) k_tile(cute::true_type{});" in src
+    assert "for (; kt < KT; ++kt) k_tile(cute::false_type{});" in src
+    # …which loads each k tile once and multiplies it after it landed, for every stage count of the
+    # config lines and every K, including KT < STAGES - 1 (K = 32 with 4 stages: the steady loop is empty)
+    for stages in (2, 3, 4):
+        for KT in range(1, 20):
+            assert _pipeline(KT, stages) == list(range(KT))

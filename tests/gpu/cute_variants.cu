@@ -1,5 +1,14 @@
 // Tuning variants of lesson 03.05's CuTe bf16 GEMM (tests/gpu/tune_cute.py appends one
-// CUTE_TUNED(name, BM, BN, BK, WARPS_M, WARPS_N, STAGES, KPIPE, EPI_SMEM, MINB) line per candidate).
+// CUTE_TUNED(name, BM, BN, BK, WARPS_M, WARPS_N, STAGES, KPIPE, EPI_SMEM, MINB, ROWA, HOIST) line per
+// candidate).
+//   ROWA:  issue a k16 step's mmas A-stationary (m outer, n serpentine inner), as lesson 04 and CUTLASS
+//          2.x's sm80 warp mma do. cute::gemm on (V,M)x(V,N) fragments only special-cases 4- and 8-byte
+//          fragments; bf16 m16n8k16 has a 16-byte A and an 8-byte B, so it falls back to n outer, m
+//          inner: B (2 registers) is the operand kept in the reuse cache and every HMMA reads A's 4.
+//   HOIST: (KPIPE only) the thread's global source tensors are sliced at k tile 0 once and their
+//          pointers advanced by one k tile per iteration; the main loop runs the KT - (STAGES - 1)
+//          iterations that refill a stage without a bounds test, the last STAGES - 1 in a second loop
+//          that only multiplies (same group accounting: one commit per iteration).
 // C (M, N) bf16 = A (M, K) bf16 · B (K, N) bf16, fp32 accumulation, all row-major; A and B zero-padded
 // to tile multiples by the launcher, C not (stores are guarded).
 #include <cute/tensor.hpp>
@@ -41,7 +50,25 @@ struct Cfg {
   static constexpr int SMEM_BYTES = PIPE_BYTES;
 };
 
-template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool KPIPE, bool EPI>
+// One k16 step: acc (V, M, N) += a (V, M) · b (V, N)
+template <bool ROWA, class MMA, class TA, class TB, class TC>
+__device__ __forceinline__ void mma_step(MMA const& mma, TA const& a, TB const& b, TC& acc) {
+  if constexpr (ROWA) {
+    constexpr int M = decltype(size<1>(a))::value, N = decltype(size<1>(b))::value;
+    CUTE_UNROLL
+    for (int m = 0; m < M; ++m) {
+      CUTE_UNROLL
+      for (int n = 0; n < N; ++n) {
+        const int ns = (m & 1) ? N - 1 - n : n;   // serpentine: neighbours share a and b
+        gemm(mma, acc(_, m, ns), a(_, m), b(_, ns), acc(_, m, ns));
+      }
+    }
+  } else {
+    gemm(mma, a, b, acc);
+  }
+}
+
+template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool KPIPE, bool EPI, bool ROWA, bool HOIST>
 __device__ __forceinline__ void gemm_tile(const T* A, const T* B, T* C, int M, int N, int K, int lda, int ldb,
                                           int tiles_m, int tiles_n) {
   using C_ = Cfg<BM, BN, BK, WM, WN, STAGES>;
@@ -104,7 +131,46 @@ __device__ __forceinline__ void gemm_tile(const T* A, const T* B, T* C, int M, i
     }
     cp_async_fence();
   }
-  if constexpr (KPIPE) {
+  if constexpr (KPIPE && HOIST) {
+    // The thread's copy sources at k tile STAGES - 1 (the first the loop loads); one k tile further
+    // per iteration: a 64-bit pointer add instead of recomputing base + k · stride per copy.
+    Tensor tAgAk = tAgA(_, _, _, STAGES - 1);
+    Tensor tBgBk = tBgB(_, _, _, STAGES - 1);
+    const auto a_step = stride<3>(tAgA);   // BK (static)
+    const auto b_step = stride<3>(tBgB);   // BK · ldb
+    int read = 0, write = STAGES - 1;
+    cp_async_wait<STAGES - 2>();
+    __syncthreads();
+    copy(s2r_a, tXsA(_, _, 0, 0), tXrA(_, _, 0));
+    copy(s2r_b, tXsB(_, _, 0, 0), tXrB(_, _, 0));
+    auto k_tile = [&](auto load) {
+      CUTE_UNROLL
+      for (int kb = 0; kb < KB; ++kb) {
+        if (kb == KB - 1) {
+          cp_async_wait<STAGES - 2>();
+          __syncthreads();
+          read = read + 1 == STAGES ? 0 : read + 1;
+        }
+        const int kn = (kb + 1) % KB;
+        copy(s2r_a, tXsA(_, _, kn, read), tXrA(_, _, kn));
+        copy(s2r_b, tXsB(_, _, kn, read), tXrB(_, _, kn));
+        if (kb == 0) {
+          if constexpr (decltype(load)::value) {
+            copy(g2s_a, tAgAk, tAsA(_, _, _, write));
+            copy(g2s_b, tBgBk, tBsB(_, _, _, write));
+            tAgAk.data() = tAgAk.data() + a_step;
+            tBgBk.data() = tBgBk.data() + b_step;
+            write = write + 1 == STAGES ? 0 : write + 1;
+          }
+          cp_async_fence();
+        }
+        mma_step<ROWA>(mma, tCrA(_, _, kb), tCrB(_, _, kb), acc);
+      }
+    };
+    int kt = 0;
+    for (; kt < KT - (STAGES - 1); ++kt) k_tile(cute::true_type{});    // refills a stage: no bounds test
+    for (; kt < KT; ++kt) k_tile(cute::false_type{});                  // the last STAGES - 1 tiles
+  } else if constexpr (KPIPE) {
     // registers double-buffered over k16 steps: the fragments of step kb + 1 are loaded before the
     // mma of step kb; the last step's load reads the next tile, after the wait + barrier
     int read = 0;
@@ -132,7 +198,7 @@ __device__ __forceinline__ void gemm_tile(const T* A, const T* B, T* C, int M, i
           }
           cp_async_fence();
         }
-        gemm(mma, tCrA(_, _, kb), tCrB(_, _, kb), acc);
+        mma_step<ROWA>(mma, tCrA(_, _, kb), tCrB(_, _, kb), acc);
       }
     }
   } else {
@@ -150,7 +216,7 @@ __device__ __forceinline__ void gemm_tile(const T* A, const T* B, T* C, int M, i
       for (int kb = 0; kb < KB; ++kb) {
         copy(s2r_a, tXsA(_, _, kb, s), tXrA(_, _, kb));
         copy(s2r_b, tXsB(_, _, kb, s), tXrB(_, _, kb));
-        gemm(mma, tCrA(_, _, kb), tCrB(_, _, kb), acc);
+        mma_step<ROWA>(mma, tCrA(_, _, kb), tCrB(_, _, kb), acc);
       }
     }
   }
@@ -195,11 +261,11 @@ __device__ __forceinline__ void gemm_tile(const T* A, const T* B, T* C, int M, i
   }
 }
 
-#define CUTE_TUNED(NAME, BM, BN, BK, WM, WN, STAGES, KPIPE, EPI, MINB)                                        \
+#define CUTE_TUNED(NAME, BM, BN, BK, WM, WN, STAGES, KPIPE, EPI, MINB, ROWA, HOIST)                           \
   extern "C" __global__ void __launch_bounds__(32 * WM * WN, MINB)                                            \
   NAME(const unsigned short* A, const unsigned short* B, unsigned short* C, int M, int N, int K, int lda,      \
        int ldb, int tiles_m, int tiles_n) {                                                                   \
-    gemm_tile<BM, BN, BK, WM, WN, STAGES, KPIPE, EPI>(reinterpret_cast<const T*>(A),                          \
+    gemm_tile<BM, BN, BK, WM, WN, STAGES, KPIPE, EPI, ROWA, HOIST>(reinterpret_cast<const T*>(A),             \
                                                       reinterpret_cast<const T*>(B), reinterpret_cast<T*>(C), \
                                                       M, N, K, lda, ldb, tiles_m, tiles_n);                   \
   }

@@ -6,8 +6,12 @@
 
 Candidates are tests/gpu/cute_variants.cu with one CUTE_TUNED(...) line appended (block tile, warp
 grid, BK, stages, k-block register pipelining, shared-memory epilogue with 16-byte stores, min blocks
-per SM for __launch_bounds__); the baseline row is the lesson's own %%cuda cell
-(solutions/03_gemm/05_cute.ipynb, grade_id v_cute, kernel cute_gemm_bf16). Every source is compiled
+per SM for __launch_bounds__, A-stationary mma order, hoisted copy pointers with a bounds-test-free
+main loop); the baseline row is the lesson's own %%cuda cell (solutions/03_gemm/05_cute.ipynb,
+grade_id v_cute, kernel cute_gemm_bf16), and lesson 04's hand-written kernel (v_hgemm, hgemm_bf16) is
+checked and timed beside them as the target. After the table, the SASS of each main loop (one k tile)
+is counted by instruction class (HMMA, LDSM, LDGSTS, barriers, integer/address, predicated, which HMMA
+operand is flagged for the register reuse cache). Every source is compiled
 with grader.cuda_cells.compile_cuda, in parallel worker processes (one CuTe build takes about a
 minute of one core), so the main process then hits the cache.
 
@@ -43,36 +47,81 @@ ROUNDS, PER_ROUND = 5, 3        # timing: 5 rounds of (3 launches of the candida
 BUDGET_S = 190.0                # stop timing new rows past this
 SASS_WANT = ["HMMA.16816.F32.BF16", "LDSM.16.M88.4", "LDSM.16.MT88.4", "LDGSTS"]
 
-KEYS = ("BM", "BN", "BK", "WARPS_M", "WARPS_N", "STAGES", "KPIPE", "EPI_SMEM", "MINB")
-# name: (BM, BN, BK, WARPS_M, WARPS_N, STAGES, KPIPE, EPI_SMEM, MINB)
+KEYS = ("BM", "BN", "BK", "WARPS_M", "WARPS_N", "STAGES", "KPIPE", "EPI_SMEM", "MINB", "ROWA", "HOIST")
+FLAGS = ("KPIPE", "EPI_SMEM", "ROWA", "HOIST")
+# name: (BM, BN, BK, WARPS_M, WARPS_N, STAGES, KPIPE, EPI_SMEM, MINB, ROWA, HOIST)
+# ROWA: mmas A-stationary (m outer, n serpentine), as lesson 04; cute::gemm's order for bf16 fragments is
+# n outer, m inner. HOIST: copy sources advanced by a pointer add, main loop without the bounds test.
 VARIANTS = {
-    "t128x128_w2x2_k32_s4_kp":       (128, 128, 32, 2, 2, 4, 1, 0, 1),   # the lesson's tile + k-block pipelining
-    "t128x128_w2x2_k64_s3_kp_lb2":   (128, 128, 64, 2, 2, 3, 1, 0, 2),
-    "t128x256_w2x4_k32_s4":          (128, 256, 32, 2, 4, 4, 0, 0, 1),   # 8 warps of 64×64, no pipelining
-    "t128x256_w2x4_k32_s4_kp":       (128, 256, 32, 2, 4, 4, 1, 0, 1),
-    "t128x256_w2x4_k32_s4_kp_epi":   (128, 256, 32, 2, 4, 4, 1, 1, 1),
-    "t128x256_w2x4_k32_s3_kp_epi":   (128, 256, 32, 2, 4, 3, 1, 1, 1),
-    "t128x256_w2x4_k64_s3_kp_epi":   (128, 256, 64, 2, 4, 3, 1, 1, 1),
-    "t256x128_w4x2_k32_s4_kp":       (256, 128, 32, 4, 2, 4, 1, 0, 1),
-    "t256x128_w4x2_k32_s4_kp_epi":   (256, 128, 32, 4, 2, 4, 1, 1, 1),
-    "t256x128_w4x2_k64_s3_kp_epi":   (256, 128, 64, 4, 2, 3, 1, 1, 1),
+    "t256x128_w4x2_k32_s4_kp_epi":           (256, 128, 32, 4, 2, 4, 1, 1, 1, 0, 0),   # best row of the last sweep
+    "t128x256_w2x4_k32_s4_kp_epi":           (128, 256, 32, 2, 4, 4, 1, 1, 1, 0, 0),   # the lesson's kernel with cute::gemm's order
+    "t128x256_w2x4_k32_s4_kp_epi_hoist":     (128, 256, 32, 2, 4, 4, 1, 1, 1, 0, 1),   # the lesson's kernel + hoisted copies
+    "t128x256_w2x4_k32_s4_kp_epi_rowa_hoist": (128, 256, 32, 2, 4, 4, 1, 1, 1, 1, 1),
+    "t256x128_w4x2_k32_s4_kp_epi_rowa_hoist": (256, 128, 32, 4, 2, 4, 1, 1, 1, 1, 1),
+    "t128x256_w2x4_k32_s3_kp_epi_rowa_hoist": (128, 256, 32, 2, 4, 3, 1, 1, 1, 1, 1),
 }
 
 
 def smem_bytes(cfg) -> int:
-    BM, BN, BK, _, _, S, _, EPI, _ = cfg
+    BM, BN, BK, _, _, S, _, EPI = cfg[:8]
     pipe = S * (BM * BK + BN * BK) * 2          # bf16 tiles of A and B per stage
     return max(pipe, BM * BN * 2) if EPI else pipe   # the epilogue reuses it for a (BM, BN) bf16 tile
 
 
 def config_str(cfg) -> str:
-    BM, BN, BK, wm, wn, S, kp, epi, minb = cfg
-    return (f"{BM}x{BN}x{BK} w{wm}x{wn}({BM // wm}x{BN // wn}) s{S}" + (" kpipe" if kp else "")
-            + (" epi-smem" if epi else "") + (f" lb{minb}" if minb > 1 else ""))
+    BM, BN, BK, wm, wn, S, kp, epi, minb, rowa, hoist = cfg
+    return (f"{BM}x{BN}x{BK} w{wm}x{wn}({BM // wm}x{BN // wn}) s{S}" + (" kp" if kp else "")
+            + (" epi" if epi else "") + (f" lb{minb}" if minb > 1 else "") + (" rowA" if rowa else "")
+            + (" hoist" if hoist else ""))
 
+
+# SASS of the main loop: the backward branch whose body holds the most HMMAs (one k tile per iteration)
+LOOP_CLASSES = (
+    ("HMMA", ("HMMA",)), ("LDSM", ("LDSM",)), ("LDGSTS", ("LDGSTS",)),
+    ("sync", ("BAR", "DEPBAR", "LDGDEPBAR")),
+    ("int", ("IMAD", "IADD3", "IADD", "VIADD", "LEA", "SHF", "LOP3", "ISETP", "SEL", "MOV", "IMNMX",
+             "VIMNMX", "PLOP3", "P2R", "R2P", "LDC", "S2R", "CS2R")),
+    ("uniform", ()), ("LDL/STL", ("LDL", "STL")), ("other", ()),
+)
+LOOP_COLS = [c for c, _ in LOOP_CLASSES] + ["nop", "pred", "A.reuse", "B.reuse", "total"]
+
+
+def loop_profile(instructions) -> dict:
+    """Instruction counts of the HMMA loop body by class (one iteration = one k tile). "nop": ptxas'
+    @!PT LDS padding; "pred": instructions under a predicate; A/B.reuse: HMMAs flagging that operand for
+    the register reuse cache (A = 4 registers of m16k16, B = 2 of k16n8)."""
+    ins = list(instructions)
+    at = {x.offset: i for i, x in enumerate(ins)}
+    best = None
+    for j, x in enumerate(ins):
+        m = re.search(r"0x([0-9a-f]+)\s*$", x.operands) if x.base == "BRA" else None
+        if m and int(m.group(1), 16) < x.offset and int(m.group(1), 16) in at:
+            body = ins[at[int(m.group(1), 16)]: j + 1]
+            n = sum(y.base == "HMMA" for y in body)
+            if n and (best is None or n > best[0]):
+                best = (n, body)
+    if best is None:
+        return {}
+    out = dict.fromkeys(LOOP_COLS, 0)
+    for y in best[1]:
+        out["total"] += 1
+        if y.predicate == "@!PT":                 # never executes: issue-slot padding
+            out["nop"] += 1
+            continue
+        if y.predicate and y.predicate != "@PT":
+            out["pred"] += 1
+        if y.base.startswith("U"):
+            out["uniform"] += 1
+        else:
+            out[next((c for c, pre in LOOP_CLASSES if any(y.base.startswith(p) for p in pre)), "other")] += 1
+        if y.base == "HMMA":
+            ops = [o.strip() for o in y.operands.split(",")]
+            out["A.reuse"] += ops[1].endswith(".reuse")
+            out["B.reuse"] += ops[2].endswith(".reuse")
+    return out
 
 def variant_source(name, cfg) -> str:
-    args = ", ".join(str(bool(v)).lower() if k in ("KPIPE", "EPI_SMEM") else str(v) for k, v in zip(KEYS, cfg))
+    args = ", ".join(str(bool(v)).lower() if k in FLAGS else str(v) for k, v in zip(KEYS, cfg))
     return (HERE / "cute_variants.cu").read_text() + f"\nCUTE_TUNED({name}, {args})\n"
 
 
@@ -86,16 +135,32 @@ def lesson_candidate():
         v = [x.strip() for x in m.group(1).split(",")]
         BM, BN, BK, WM, WN, S = map(int, v[:6])
         epi = v[7] == "true"
-        cfg = (BM, BN, BK, WM, WN, S, 1, int(epi), 1)
+        cfg = (BM, BN, BK, WM, WN, S, 1, int(epi), 1, 0, 0)
         return Candidate("lesson05_cute_gemm_bf16", "cute_gemm_bf16", config_str(cfg) + " (lesson)", body, cfg)
-    cfg = (128, 128, 32, 2, 2, 4, 0, 0, 1)    # the older cell: 128×128×32, 4 warps, 4 stages
+    cfg = (128, 128, 32, 2, 2, 4, 0, 0, 1, 0, 0)    # the older cell: 128×128×32, 4 warps, 4 stages
     return Candidate("lesson05_cute_gemm_bf16", "cute_gemm_bf16", config_str(cfg) + " (lesson)", body, cfg)
 
 
+def hand_candidate():
+    """Lesson 04's hand-written kernel (v_hgemm, hgemm_bf16): same arguments and padding, timed beside
+    the CuTe rows as the target; its tile from `using V3 = Config<...>` in the cell."""
+    from ch03_cells import cell_source
+
+    body = cell_source("04_mma_sync_pipeline.ipynb", "v_hgemm").split("\n", 1)[1]   # drop "%%cuda hg"
+    f = [x.strip() for x in re.search(r"using\s+V3\s*=\s*Config<([^>]*)>", body).group(1).split(",")]
+    BM, BN, BK, WM, WN, S = map(int, f[:6])
+    epi = f[7] == "true"
+    cfg = (BM, BN, BK, WM, WN, S, 1, int(epi), 1, 1, 0)
+    smem = max(S * (BM * BK + BK * BN) * 2, BM * (BN + 8) * 2 if epi else 0)
+    return Candidate("lesson04_hgemm_bf16", "hgemm_bf16", f"{BM}x{BN}x{BK} w{WM}x{WN} s{S} (lesson 04, hand-written)",
+                     body, cfg, smem=smem)
+
+
 class Candidate:
-    def __init__(self, name, kernel_name, config, source, cfg):
+    def __init__(self, name, kernel_name, config, source, cfg, smem=None):
         self.name, self.kernel_name, self.source, self.cfg = name, kernel_name, source, cfg
-        self.threads, self.tile, self.smem = 32 * cfg[3] * cfg[4], cfg[:3], smem_bytes(cfg)
+        self.threads, self.tile = 32 * cfg[3] * cfg[4], cfg[:3]
+        self.smem = smem if smem is not None else smem_bytes(cfg)
         self.module = self.kernel = None
         self.row = {"variant": name, "config": config, "errors": []}
 
@@ -119,6 +184,7 @@ class Candidate:
             from grader import sass
 
             ops = sass.opcodes(self.module, self.kernel.symbol, full=True)
+            self.row["loop"] = loop_profile(sass._functions(self.module)[self.kernel.symbol])
             rep = {p: sum(n for op, n in ops.items() if op == p or op.startswith(p + ".")) for p in SASS_WANT}
             rep["LDL/STL"] = sum(n for op, n in ops.items() if op.split(".")[0] in ("LDL", "STL"))
             rep["STG.128"] = sum(n for op, n in ops.items() if op.startswith("STG") and op.endswith(".128"))
@@ -142,7 +208,13 @@ def candidates(only=None) -> list[Candidate]:
     try:
         out.append(lesson_candidate())
     except Exception as e:
-        c = Candidate("lesson05_cute_gemm_bf16", "cute_gemm_bf16", "lesson", "", (128, 128, 32, 2, 2, 4, 0, 0, 1))
+        c = Candidate("lesson05_cute_gemm_bf16", "cute_gemm_bf16", "lesson", "", (128, 128, 32, 2, 2, 4, 0, 0, 1, 0, 0))
+        c.row["errors"].append(f"notebook: {e!r}")
+        out.append(c)
+    try:
+        out.append(hand_candidate())
+    except Exception as e:
+        c = Candidate("lesson04_hgemm_bf16", "hgemm_bf16", "lesson 04", "", (128, 256, 32, 2, 4, 4, 1, 1, 1, 1, 0))
         c.row["errors"].append(f"notebook: {e!r}")
         out.append(c)
     for name, cfg in VARIANTS.items():
@@ -319,6 +391,18 @@ def print_table(cands, gpu):
         print(line + ("  " + "; ".join(r["errors"]) if r["errors"] else ""))
 
 
+def print_loop_table(cands):
+    rows = [c for c in cands if c.row.get("loop")]
+    if not rows:
+        return
+    print("\nSASS of the main loop, one iteration (one k tile; BK = 32: 64 HMMA per warp):")
+    hdr = f"{'variant':40s} " + " ".join(f"{h:>7s}" for h in LOOP_COLS)
+    print(hdr)
+    print("-" * len(hdr))
+    for c in rows:
+        print(f"{c.name[:40]:40s} " + " ".join(f"{c.row['loop'][h]:7d}" for h in LOOP_COLS))
+
+
 def main():
     t0 = time.time()
     only = None
@@ -336,6 +420,7 @@ def main():
             traceback.print_exc()
     report["rows"] = [c.row for c in cands]
     print_table(cands, gpu)
+    print_loop_table(cands)
     report["total_s"] = round(time.time() - t0, 1)
     print(f"total {report['total_s']} s")
     out = os.environ.get("OUT")
