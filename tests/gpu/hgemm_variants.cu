@@ -108,6 +108,101 @@ __device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_grou
 template <int N>
 __device__ __forceinline__ void cp_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory"); }
 
+// ---- pieces both kernels share
+// grouped block order: GROUP tile-rows walked column by column share A rows / B columns in L2
+__device__ __forceinline__ void tile_coords(int t, int tiles_m, int tiles_n, int& bm, int& bn) {
+  const int per_group = GROUP * tiles_n, first_m = (t / per_group) * GROUP;
+  const int group_m = min(tiles_m - first_m, GROUP);
+  bm = first_m + (t % per_group) % group_m;
+  bn = (t % per_group) / group_m;
+}
+
+// per-thread ldmatrix byte offsets inside a stage. A: lanes 0-15 rows 0-15 of k 0-7, lanes 16-31
+// k 8-15, + i·16 rows (swizzle-invariant). B (trans): rows k (+16·ks, swizzle-invariant), two n8
+// tiles per x4.
+__device__ __forceinline__ void frag_offsets(unsigned (&a_ld)[KS], unsigned (&b_ld)[NT / 2], int wm, int wn,
+                                             int lane) {
+  {
+    const int r = wm + (lane & 15);
+#pragma unroll
+    for (int ks = 0; ks < KS; ++ks) a_ld[ks] = r * (BK * 2) + swz_a(r, 2 * ks + (lane >> 4)) * 16;
+  }
+  {
+    const int r = (lane & 7) + ((lane >> 3) & 1) * 8;
+#pragma unroll
+    for (int jj = 0; jj < NT / 2; ++jj)
+      b_ld[jj] = A_BYTES + r * (BN * 2) + swz_b(r, wn / 8 + 2 * jj + (lane >> 4)) * 16;
+  }
+}
+
+__device__ __forceinline__ void load_frags(unsigned (&a)[MT][4], unsigned (&b)[NT][2], const unsigned (&a_ld)[KS],
+                                           const unsigned (&b_ld)[NT / 2], unsigned stage_base, int ks) {
+#pragma unroll
+  for (int i = 0; i < MT; ++i) ldsm_x4(a[i], stage_base + a_ld[ks] + i * 16 * BK * 2);
+#pragma unroll
+  for (int jj = 0; jj < NT / 2; ++jj)
+    ldsm_x4_t(b[2 * jj][0], b[2 * jj][1], b[2 * jj + 1][0], b[2 * jj + 1][1], stage_base + b_ld[jj] + ks * 16 * BN * 2);
+}
+
+// one k16 step of the warp tile, in the ORDER the configuration asks for
+__device__ __forceinline__ void warp_mmas(float (&acc)[MT][NT][4], const unsigned (&a)[MT][4],
+                                          const unsigned (&b)[NT][2]) {
+#if ORDER == 1
+#pragma unroll
+  for (int j = 0; j < NT; ++j)
+#pragma unroll
+    for (int i = 0; i < MT; ++i) {
+      const int ii = (j & 1) ? MT - 1 - i : i;   // serpentine over m: neighbouring mmas share a fragment
+      mma_bf16(acc[ii][j], a[ii], b[j]);
+    }
+#else
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+      const int jj = (i & 1) ? NT - 1 - j : j;   // serpentine: neighbouring mmas share a fragment
+      mma_bf16(acc[i][jj], a[i], b[jj]);
+    }
+#endif
+}
+
+// the warp's accumulators, rounded to bf16, into the staged C tile (pitch EPI_PITCH)
+__device__ __forceinline__ void stage_c(unsigned short* sc, const float (&acc)[MT][NT][4], int wm, int wn, int lane) {
+  const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        unsigned packed;
+        asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(packed) : "f"(acc[i][j][2 * h + 1]), "f"(acc[i][j][2 * h]));
+        *reinterpret_cast<unsigned*>(sc + (wm + 16 * i + g + 8 * h) * EPI_PITCH + wn + 8 * j + 2 * t) = packed;
+      }
+}
+
+// the staged C tile to C at (m0, n0): 16-byte stores inside C, element stores at its edges
+template <int UNROLL>
+__device__ __forceinline__ void store_c(const unsigned short* sc, unsigned short* C, int M, int N, int m0, int n0,
+                                        int tid) {
+  const bool vec = (m0 + BM <= M) && (n0 + BN <= N) && (N % 8 == 0);
+#pragma unroll UNROLL
+  for (int it = 0; it < EPI_ITERS; ++it) {
+    const int idx = tid + it * THREADS, r = idx / BCH, c = idx % BCH;
+    if (BM * BCH % THREADS != 0 && idx >= BM * BCH) break;
+    const uint4 v = *reinterpret_cast<const uint4*>(sc + r * EPI_PITCH + 8 * c);
+    unsigned short* dst = C + (size_t)(m0 + r) * N + n0 + 8 * c;
+    if (vec) {
+      *reinterpret_cast<uint4*>(dst) = v;
+    } else if (m0 + r < M) {
+      const unsigned w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+      for (int e = 0; e < 8; ++e)
+        if (n0 + 8 * c + e < N) dst[e] = (unsigned short)(w[e / 2] >> (16 * (e % 2)));
+    }
+  }
+}
+
 extern "C" __global__ void __launch_bounds__(THREADS, MINB)
 hgemm_tuned(const unsigned short* __restrict__ A, const unsigned short* __restrict__ B,
             unsigned short* __restrict__ C, int M, int N, int K, int lda, int ldb, int tiles_m, int tiles_n) {
@@ -116,12 +211,8 @@ hgemm_tuned(const unsigned short* __restrict__ A, const unsigned short* __restri
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int wm = (warp / WARPS_N) * WM, wn = (warp % WARPS_N) * WN;
 
-  // grouped block order: GROUP tile-rows walked column by column share A rows / B columns in L2
-  const int pid = blockIdx.x, per_group = GROUP * tiles_n;
-  const int first_m = (pid / per_group) * GROUP;
-  const int group_m = min(tiles_m - first_m, GROUP);
-  const int bm = first_m + (pid % per_group) % group_m;
-  const int bn = (pid % per_group) / group_m;
+  int bm, bn;
+  tile_coords(blockIdx.x, tiles_m, tiles_n, bm, bn);
 
   // ---- per-thread copy addresses (the swizzle repeats every pass: computed once)
   const int a_r = tid / ACH, a_c = tid % ACH;
@@ -167,20 +258,8 @@ hgemm_tuned(const unsigned short* __restrict__ A, const unsigned short* __restri
     else if (next < KT) load_stage(stage_base, next);
   };
 
-  // ---- per-thread ldmatrix addresses (byte offsets inside a stage)
-  unsigned a_ld[KS];   // A: lanes 0-15 rows 0-15 of k 0-7, lanes 16-31 k 8-15; + i·16 rows (swizzle-invariant)
-  {
-    const int r = wm + (lane & 15);
-#pragma unroll
-    for (int ks = 0; ks < KS; ++ks) a_ld[ks] = r * (BK * 2) + swz_a(r, 2 * ks + (lane >> 4)) * 16;
-  }
-  unsigned b_ld[NT / 2];   // B (trans): rows k (+16·ks, swizzle-invariant), two n8 tiles per x4
-  {
-    const int r = (lane & 7) + ((lane >> 3) & 1) * 8;
-#pragma unroll
-    for (int jj = 0; jj < NT / 2; ++jj)
-      b_ld[jj] = A_BYTES + r * (BN * 2) + swz_b(r, wn / 8 + 2 * jj + (lane >> 4)) * 16;
-  }
+  unsigned a_ld[KS], b_ld[NT / 2];   // ldmatrix byte offsets inside a stage
+  frag_offsets(a_ld, b_ld, wm, wn, lane);
 
   float acc[MT][NT][4];
 #pragma unroll
@@ -190,33 +269,6 @@ hgemm_tuned(const unsigned short* __restrict__ A, const unsigned short* __restri
 #pragma unroll
       for (int q = 0; q < 4; ++q) acc[i][j][q] = 0.f;
 
-  auto load_frags = [&](unsigned (&a)[MT][4], unsigned (&b)[NT][2], unsigned stage_base, int ks) {
-#pragma unroll
-    for (int i = 0; i < MT; ++i) ldsm_x4(a[i], stage_base + a_ld[ks] + i * 16 * BK * 2);
-#pragma unroll
-    for (int jj = 0; jj < NT / 2; ++jj)
-      ldsm_x4_t(b[2 * jj][0], b[2 * jj][1], b[2 * jj + 1][0], b[2 * jj + 1][1],
-                stage_base + b_ld[jj] + ks * 16 * BN * 2);
-  };
-  auto mmas = [&](const unsigned (&a)[MT][4], const unsigned (&b)[NT][2]) {
-#if ORDER == 1
-#pragma unroll
-    for (int j = 0; j < NT; ++j)
-#pragma unroll
-      for (int i = 0; i < MT; ++i) {
-        const int ii = (j & 1) ? MT - 1 - i : i;   // serpentine over m: neighbouring mmas share a fragment
-        mma_bf16(acc[ii][j], a[ii], b[j]);
-      }
-#else
-#pragma unroll
-    for (int i = 0; i < MT; ++i)
-#pragma unroll
-      for (int j = 0; j < NT; ++j) {
-        const int jj = (i & 1) ? NT - 1 - j : j;   // serpentine: neighbouring mmas share a fragment
-        mma_bf16(acc[i][jj], a[i], b[jj]);
-      }
-#endif
-  };
 
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {
@@ -235,7 +287,7 @@ hgemm_tuned(const unsigned short* __restrict__ A, const unsigned short* __restri
   const size_t rb_step = (size_t)BK * ldb;
   cp_wait<STAGES - 2>();
   __syncthreads();
-  load_frags(af[0], bf[0], rd, 0);
+  load_frags(af[0], bf[0], a_ld, b_ld, rd, 0);
   int kt = 0;
 #define HG_KTILE(FILL)                                                              \
   _Pragma("unroll") for (int ks = 0; ks < KS; ++ks) {                              \
@@ -245,14 +297,14 @@ hgemm_tuned(const unsigned short* __restrict__ A, const unsigned short* __restri
       rd += STAGE_BYTES;                                                            \
       if (rd == send) rd = sbase;                                                   \
     }                                                                               \
-    load_frags(af[(ks + 1) & 1], bf[(ks + 1) & 1], rd, (ks + 1) % KS);              \
+    load_frags(af[(ks + 1) & 1], bf[(ks + 1) & 1], a_ld, b_ld, rd, (ks + 1) % KS);  \
     if (ks == 0) {                                                                  \
       if (FILL) { load_from(wr, ra, rb); ra += BK; rb += rb_step; }                 \
       cp_commit();                                                                  \
       wr += STAGE_BYTES;                                                            \
       if (wr == send) wr = sbase;                                                   \
     }                                                                               \
-    mmas(af[ks & 1], bf[ks & 1]);                                                   \
+    warp_mmas(acc, af[ks & 1], bf[ks & 1]);                                         \
   }
   for (; kt < KT - (STAGES - 1); ++kt) { HG_KTILE(true) }
   for (; kt < KT; ++kt) { HG_KTILE(false) }
@@ -261,7 +313,7 @@ hgemm_tuned(const unsigned short* __restrict__ A, const unsigned short* __restri
   unsigned af[2][MT][4], bf[2][NT][2];
   cp_wait<STAGES - 2>();
   __syncthreads();
-  load_frags(af[0], bf[0], rd, 0);
+  load_frags(af[0], bf[0], a_ld, b_ld, rd, 0);
   for (int kt = 0; kt < KT; ++kt) {
 #pragma unroll
     for (int ks = 0; ks < KS; ++ks) {
@@ -271,14 +323,14 @@ hgemm_tuned(const unsigned short* __restrict__ A, const unsigned short* __restri
         rd += STAGE_BYTES;
         if (rd == send) rd = sbase;
       }
-      load_frags(af[(ks + 1) & 1], bf[(ks + 1) & 1], rd, (ks + 1) % KS);
+      load_frags(af[(ks + 1) & 1], bf[(ks + 1) & 1], a_ld, b_ld, rd, (ks + 1) % KS);
       if (ks == 0) {
         refill(wr, kt + STAGES - 1);
         cp_commit();
         wr += STAGE_BYTES;
         if (wr == send) wr = sbase;
       }
-      mmas(af[ks & 1], bf[ks & 1]);
+      warp_mmas(acc, af[ks & 1], bf[ks & 1]);
     }
   }
 #elif FRAG_DB == 2
@@ -350,8 +402,8 @@ hgemm_tuned(const unsigned short* __restrict__ A, const unsigned short* __restri
 #pragma unroll
     for (int ks = 0; ks < KS; ++ks) {
       unsigned a[MT][4], b[NT][2];
-      load_frags(a, b, rd, ks);
-      mmas(a, b);
+      load_frags(a, b, a_ld, b_ld, rd, ks);
+      warp_mmas(acc, a, b);
     }
     rd += STAGE_BYTES;
     if (rd == send) rd = sbase;
@@ -359,41 +411,16 @@ hgemm_tuned(const unsigned short* __restrict__ A, const unsigned short* __restri
 #endif
   cp_wait<0>();
 
-  const int g = lane >> 2, t = lane & 3;
   const int m0 = bm * BM, n0 = bn * BN;
-  const bool full = (m0 + BM <= M) && (n0 + BN <= N);
 #if EPI_SMEM
   __syncthreads();                                  // every warp is done reading the stages
   unsigned short* sc = reinterpret_cast<unsigned short*>(smem);
-#pragma unroll
-  for (int i = 0; i < MT; ++i)
-#pragma unroll
-    for (int j = 0; j < NT; ++j)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        unsigned packed;
-        asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(packed) : "f"(acc[i][j][2 * h + 1]), "f"(acc[i][j][2 * h]));
-        *reinterpret_cast<unsigned*>(sc + (wm + 16 * i + g + 8 * h) * EPI_PITCH + wn + 8 * j + 2 * t) = packed;
-      }
+  stage_c(sc, acc, wm, wn, lane);
   __syncthreads();
-  const bool vec = full && (N % 8 == 0);
-#pragma unroll
-  for (int it = 0; it < EPI_ITERS; ++it) {
-    const int idx = tid + it * THREADS, r = idx / BCH, c = idx % BCH;
-    if (BM * BCH % THREADS != 0 && idx >= BM * BCH) break;
-    const uint4 v = *reinterpret_cast<const uint4*>(sc + r * EPI_PITCH + 8 * c);
-    unsigned short* dst = C + (size_t)(m0 + r) * N + n0 + 8 * c;
-    if (vec) {
-      *reinterpret_cast<uint4*>(dst) = v;
-    } else if (m0 + r < M) {
-      const unsigned w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-      for (int e = 0; e < 8; ++e)
-        if (n0 + 8 * c + e < N) dst[e] = (unsigned short)(w[e / 2] >> (16 * (e % 2)));
-    }
-  }
+  store_c<EPI_ITERS>(sc, C, M, N, m0, n0, tid);
 #else
-  const bool pairs = full && (N % 2 == 0);
+  const int g = lane >> 2, t = lane & 3;
+  const bool pairs = (m0 + BM <= M) && (n0 + BN <= N) && (N % 2 == 0);
 #pragma unroll
   for (int i = 0; i < MT; ++i)
 #pragma unroll
@@ -432,13 +459,7 @@ hgemm_persistent(const unsigned short* __restrict__ A, const unsigned short* __r
   const int KT = K / BK, ntiles = tiles_m * tiles_n;
   const int total = ((ntiles - (int)blockIdx.x + (int)gridDim.x - 1) / (int)gridDim.x) * KT;   // k-steps of this block
 
-  // grouped order, as in hgemm_tuned, of tile number t
-  auto coords = [&](int t, int& bm, int& bn) {
-    const int per_group = GROUP * tiles_n, first_m = (t / per_group) * GROUP;
-    const int group_m = min(tiles_m - first_m, GROUP);
-    bm = first_m + (t % per_group) % group_m;
-    bn = (t % per_group) / group_m;
-  };
+
 
   const int a_r = tid / ACH, a_c = tid % ACH, b_r = tid / BCH, b_c = tid % BCH;
   const unsigned a_soff = a_r * (BK * 2) + swz_a(a_r, a_c) * 16;
@@ -449,7 +470,7 @@ hgemm_persistent(const unsigned short* __restrict__ A, const unsigned short* __r
   const unsigned short *ga, *gb;
   auto ld_point = [&]() {
     int bm, bn;
-    coords(ld_t, bm, bn);
+    tile_coords(ld_t, tiles_m, tiles_n, bm, bn);
     ga = A + (size_t)(bm * BM + a_r) * lda + 8 * a_c;
     gb = B + (size_t)b_r * ldb + bn * BN + 8 * b_c;
   };
@@ -474,19 +495,8 @@ hgemm_persistent(const unsigned short* __restrict__ A, const unsigned short* __r
     cp_commit();
   };
 
-  unsigned a_ld[KS];
-  {
-    const int r = wm + (lane & 15);
-#pragma unroll
-    for (int ks = 0; ks < KS; ++ks) a_ld[ks] = r * (BK * 2) + swz_a(r, 2 * ks + (lane >> 4)) * 16;
-  }
-  unsigned b_ld[NT / 2];
-  {
-    const int r = (lane & 7) + ((lane >> 3) & 1) * 8;
-#pragma unroll
-    for (int jj = 0; jj < NT / 2; ++jj)
-      b_ld[jj] = A_BYTES + r * (BN * 2) + swz_b(r, wn / 8 + 2 * jj + (lane >> 4)) * 16;
-  }
+  unsigned a_ld[KS], b_ld[NT / 2];
+  frag_offsets(a_ld, b_ld, wm, wn, lane);
 
   float acc[MT][NT][4];
   auto zero = [&]() {
@@ -498,47 +508,16 @@ hgemm_persistent(const unsigned short* __restrict__ A, const unsigned short* __r
         for (int q = 0; q < 4; ++q) acc[i][j][q] = 0.f;
   };
   zero();
-  auto load_frags = [&](unsigned (&a)[MT][4], unsigned (&b)[NT][2], unsigned stage_base, int ks) {
-#pragma unroll
-    for (int i = 0; i < MT; ++i) ldsm_x4(a[i], stage_base + a_ld[ks] + i * 16 * BK * 2);
-#pragma unroll
-    for (int jj = 0; jj < NT / 2; ++jj)
-      ldsm_x4_t(b[2 * jj][0], b[2 * jj][1], b[2 * jj + 1][0], b[2 * jj + 1][1],
-                stage_base + b_ld[jj] + ks * 16 * BN * 2);
-  };
 
-  const int g = lane >> 2, t4 = lane & 3;
+
   auto epilogue = [&](int tile) {                 // acc → bf16 → staged C → 16-byte stores
     int bm, bn;
-    coords(tile, bm, bn);
-    const int m0 = bm * BM, n0 = bn * BN;
-#pragma unroll
-    for (int i = 0; i < MT; ++i)
-#pragma unroll
-      for (int j = 0; j < NT; ++j)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          unsigned packed;
-          asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(packed) : "f"(acc[i][j][2 * h + 1]), "f"(acc[i][j][2 * h]));
-          *reinterpret_cast<unsigned*>(sc + (wm + 16 * i + g + 8 * h) * EPI_PITCH + wn + 8 * j + 2 * t4) = packed;
-        }
+    tile_coords(tile, tiles_m, tiles_n, bm, bn);
+    stage_c(sc, acc, wm, wn, lane);
     __syncthreads();        // (the previous tile's reads of sc ended before this tile's k-step barriers)
-    const bool vec = (m0 + BM <= M) && (n0 + BN <= N) && (N % 8 == 0);
-#pragma unroll 4
-    for (int it = 0; it < BM * BCH / THREADS; ++it) {
-      const int idx = tid + it * THREADS, r = idx / BCH, c = idx % BCH;
-      const uint4 v = *reinterpret_cast<const uint4*>(sc + r * EPI_PITCH + 8 * c);
-      unsigned short* dst = C + (size_t)(m0 + r) * N + n0 + 8 * c;
-      if (vec) {
-        *reinterpret_cast<uint4*>(dst) = v;
-      } else if (m0 + r < M) {
-        const unsigned w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-        for (int e = 0; e < 8; ++e)
-          if (n0 + 8 * c + e < N) dst[e] = (unsigned short)(w[e / 2] >> (16 * (e % 2)));
-      }
-    }
+    store_c<4>(sc, C, M, N, bm * BM, bn * BN, tid);
   };
+
 
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) load_next(sbase + s * STAGE_BYTES);
@@ -548,7 +527,7 @@ hgemm_persistent(const unsigned short* __restrict__ A, const unsigned short* __r
   unsigned af[2][MT][4], bf[2][NT][2];
   cp_wait<STAGES - 2>();
   __syncthreads();
-  load_frags(af[0], bf[0], rd, 0);
+  load_frags(af[0], bf[0], a_ld, b_ld, rd, 0);
   int kt = 0, tile = blockIdx.x;
   for (int step = 0; step < total; ++step) {
 #pragma unroll
@@ -559,29 +538,13 @@ hgemm_persistent(const unsigned short* __restrict__ A, const unsigned short* __r
         rd += STAGE_BYTES;
         if (rd == send) rd = sbase;
       }
-      load_frags(af[(ks + 1) & 1], bf[(ks + 1) & 1], rd, (ks + 1) % KS);   // may be the next tile's k 0
+      load_frags(af[(ks + 1) & 1], bf[(ks + 1) & 1], a_ld, b_ld, rd, (ks + 1) % KS);   // may be the next tile's k 0
       if (ks == 0) {
         load_next(wr);
         wr += STAGE_BYTES;
         if (wr == send) wr = sbase;
       }
-#if ORDER == 1
-#pragma unroll
-      for (int j = 0; j < NT; ++j)
-#pragma unroll
-        for (int i = 0; i < MT; ++i) {
-          const int ii = (j & 1) ? MT - 1 - i : i;
-          mma_bf16(acc[ii][j], af[ks & 1][ii], bf[ks & 1][j]);
-        }
-#else
-#pragma unroll
-      for (int i = 0; i < MT; ++i)
-#pragma unroll
-        for (int j = 0; j < NT; ++j) {
-          const int jj = (i & 1) ? NT - 1 - j : j;
-          mma_bf16(acc[i][jj], af[ks & 1][i], bf[ks & 1][jj]);
-        }
-#endif
+      warp_mmas(acc, af[ks & 1], bf[ks & 1]);
     }
     if (++kt == KT) {
       epilogue(tile);
