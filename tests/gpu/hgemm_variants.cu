@@ -23,6 +23,8 @@
 //                   drain loop over the last STAGES-1 tiles that only multiplies (default 0)
 //   PERSIST         1: also compile hgemm_persistent (end of file): one block per SM loops over tiles, its
 //                   pipeline running across tile boundaries; launch it with min(tiles, SMs) blocks (default 0)
+//   WS              n = 1..4: also compile hgemm_ws (end of file): 8 multiplier warps + a copier warpgroup of
+//                   which n warps copy, stages handed over by mbarriers; PERSIST 1: min(tiles, SMs) blocks (default 0)
 // A and B must be padded (zeros) to multiples of BM/BK and BK/BN; C is M × N exactly (stores guarded).
 // BN must be a multiple of 64 (the B swizzle XORs within groups of 8 chunks). When THREADS is not a
 // multiple of 8 · BN/8 (BN = 192: 24 chunks a row), B is copied in 64-column slabs instead (B_SLAB below).
@@ -41,6 +43,9 @@
 #endif
 #ifndef PRED
 #define PRED 0
+#endif
+#ifndef WS
+#define WS 0
 #endif
 
 constexpr int THREADS = WARPS_M * WARPS_N * 32;
@@ -554,5 +559,177 @@ hgemm_persistent(const unsigned short* __restrict__ A, const unsigned short* __r
     }
   }
   cp_wait<0>();
+}
+#endif
+
+#if WS
+// Warp-specialized variant (sm_90a: setmaxnreg): warps 0 .. NCW-1 only multiply (ldmatrix + mma,
+// fragment double buffering as in hgemm_tuned); warps NCW .. NCW+WS_COPIERS-1 only copy (every cp.async
+// of the block). The copiers sit in a warpgroup of their own (warps NCW .. NCW+3) that
+// gives its registers back (setmaxnreg.dec), so the multipliers can take WS_REGS (208) each (setmaxnreg.inc)
+// although 12 warps were launched; a 9th warp alone would put 3 warps on one SM sub-partition and
+// cap every thread at 168 registers. (One copier warp alone is too slow: its 48 cp.async per stage
+// issue one after another; the H200 run of round 5 gave 36 % of cuBLAS.) The stages change hands through
+// mbarriers instead of __syncthreads: full[s] completes when the WS_CT copier threads' copies into stage s have landed
+// (cp.async.mbarrier.arrive.noinc), empty[s] when all NCW multiplier warps have read it. Tiles
+// blockIdx.x, +gridDim.x, …: a grid of min(tiles, SMs) makes it persistent (the copier runs into the
+// next tile while the multipliers write C, staged in its own region after the stages).
+static_assert(EPI_SMEM && KS >= 2 && KS % 2 == 0 && !B_SLAB, "the warp-specialized kernel: staged C, BK >= 32, B in rows");
+constexpr int NCW = WARPS_M * WARPS_N;                    // multiplier warps; the copier is warp NCW
+static_assert(NCW % 4 == 0, "multipliers fill whole warpgroups");
+constexpr int WS_THREADS = THREADS + 128;
+#ifndef WS_CP_UNROLL
+#define WS_CP_UNROLL 4   // unroll of the copier's copy loops (fewer live addresses)
+#endif
+constexpr int kCpUnroll = WS_CP_UNROLL;
+#ifndef WS_REGS
+#define WS_REGS 208
+#endif
+// the block's register pool is what it was launched with (65536 / WS_THREADS, in steps of 8, per
+// thread); setmaxnreg.inc waits until the pool has the registers, so the copier warpgroup must free them
+constexpr int WS_LAUNCH_REGS = 65536 / WS_THREADS / 8 * 8;
+constexpr int WS_COPIER_REGS = (WS_LAUNCH_REGS * WS_THREADS / 32 - NCW * WS_REGS) / 4 / 8 * 8;
+static_assert(WS_COPIER_REGS >= 24, "multiplier registers leave the copier too few");
+constexpr int WS_COPIERS = WS;      // warps of the copier warpgroup that copy (the others leave at once)
+constexpr int WS_CT = 32 * WS_COPIERS;                       // copier threads
+constexpr int A_LANE = BM * ACH / WS_CT, B_LANE = BK * BCH / WS_CT;   // 16-byte chunks per copier thread per stage
+static_assert(BM * ACH % WS_CT == 0 && BK * BCH % WS_CT == 0 && WS_CT % BCH == 0, "whole copier passes");
+constexpr int WS_EPI_BYTES = BM * EPI_PITCH * 2;
+
+__device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(bar), "r"(count) : "memory");
+}
+// waits for the phase of parity `parity` to complete. WATCHDOG (the copier's waits: every deadlock of
+// this pipeline leaves the copier waiting for an empty stage): past 2^22 polls (seconds) it traps, so a broken
+// pipeline fails its launch instead of hanging the sweep. (The multipliers' waits have no counter: at
+// 208 registers one more live register spills.)
+template <bool WATCHDOG = false>
+__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
+  if (!WATCHDOG) {
+    asm volatile("{\n\t.reg .pred done;\n"
+                 "WS_WAIT:\n\t"
+                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n\t"
+                 "@!done bra WS_WAIT;\n}\n" :: "r"(bar), "r"(parity) : "memory");
+    return;
+  }
+  for (unsigned polls = 0;; ++polls) {
+    unsigned done;
+    asm volatile("{\n\t.reg .pred p;\n\t"
+                 "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+                 "selp.u32 %0, 1, 0, p;\n}\n" : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    if (done) return;
+    if (polls > (1u << 22)) __trap();
+  }
+}
+__device__ __forceinline__ void mbar_arrive(unsigned bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" :: "r"(bar) : "memory");
+}
+__device__ __forceinline__ void cp_async_arrive(unsigned bar) {    // arrives once this thread's copies land
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" :: "r"(bar) : "memory");
+}
+__device__ __forceinline__ void bar_consumers() {                 // named barrier 1: multiplier warps only
+  asm volatile("bar.sync 1, %0;\n" :: "n"(THREADS) : "memory");
+}
+
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
+hgemm_ws(const unsigned short* __restrict__ A, const unsigned short* __restrict__ B,
+         unsigned short* __restrict__ C, int M, int N, int K, int lda, int ldb, int tiles_m, int tiles_n) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  const unsigned sbase = (unsigned)__cvta_generic_to_shared(smem);
+  unsigned short* sc = reinterpret_cast<unsigned short*>(smem + STAGES * STAGE_BYTES);
+  const unsigned full = sbase + STAGES * STAGE_BYTES + WS_EPI_BYTES, empty = full + 8 * STAGES;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int KT = K / BK, ntiles = tiles_m * tiles_n;
+  const int total = ((ntiles - (int)blockIdx.x + (int)gridDim.x - 1) / (int)gridDim.x) * KT;   // k-steps
+
+  if (tid == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(full + 8 * s, WS_CT);
+      mbar_init(empty + 8 * s, NCW);
+    }
+  }
+  __syncthreads();
+
+  if (warp >= NCW) {                 // ---- the copier warpgroup
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(WS_COPIER_REGS));
+    if (warp >= NCW + WS_COPIERS) return;
+    const int ct = tid - THREADS;     // copier thread 0 .. WS_CT-1
+    int step = 0;
+    for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
+      int bm, bn;
+      tile_coords(t, tiles_m, tiles_n, bm, bn);
+      const unsigned short* ga = A + (size_t)bm * BM * lda;
+      const unsigned short* gb = B + bn * BN;
+      for (int kt = 0; kt < KT; ++kt, ++step) {
+        const int s = step % STAGES;
+        const unsigned st = sbase + s * STAGE_BYTES;
+        if (step >= STAGES) mbar_wait<true>(empty + 8 * s, ((step / STAGES) - 1) & 1);
+        {   // A: thread ct copies chunk ct % ACH of rows ct / ACH + i · WS_CT/ACH (running pointer: few registers)
+          const unsigned short* pa = ga + (size_t)(ct / ACH) * lda + 8 * (ct % ACH);
+#pragma unroll kCpUnroll
+          for (int i = 0; i < A_LANE; ++i, pa += (size_t)(WS_CT / ACH) * lda) {
+            const int r = ct / ACH + i * (WS_CT / ACH);
+            cp_async16(st + r * (BK * 2) + swz_a(r, ct % ACH) * 16, pa);
+          }
+        }
+        {   // B: rows ct / BCH + i · WS_CT/BCH, chunk ct % BCH
+          const unsigned short* pb = gb + (size_t)(ct / BCH) * ldb + 8 * (ct % BCH);
+#pragma unroll kCpUnroll
+          for (int i = 0; i < B_LANE; ++i, pb += (size_t)(WS_CT / BCH) * ldb) {
+            const int r = ct / BCH + i * (WS_CT / BCH);
+            cp_async16(st + A_BYTES + r * (BN * 2) + swz_b(r, ct % BCH) * 16, pb);
+          }
+        }
+        cp_async_arrive(full + 8 * s);
+        ga += BK;
+        gb += (size_t)BK * ldb;
+      }
+    }
+    cp_wait<0>();
+    return;
+  }
+
+  // ---- the multipliers
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(WS_REGS));
+  const int wm = (warp / WARPS_N) * WM, wn = (warp % WARPS_N) * WN;
+  unsigned a_ld[KS], b_ld[NT / 2];
+  frag_offsets(a_ld, b_ld, wm, wn, lane);
+  float acc[MT][NT][4];
+  unsigned af[2][MT][4], bf[2][NT][2];
+  if (total == 0) return;
+  mbar_wait(full, 0);
+  load_frags(af[0], bf[0], a_ld, b_ld, sbase, 0);
+  int step = 0;
+  for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+      for (int j = 0; j < NT; ++j)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) acc[i][j][q] = 0.f;
+    for (int kt = 0; kt < KT; ++kt, ++step) {
+      const int s = step % STAGES;
+      const unsigned st = sbase + s * STAGE_BYTES;
+#pragma unroll
+      for (int ks = 0; ks < KS; ++ks) {
+        if (ks < KS - 1) {
+          load_frags(af[(ks + 1) & 1], bf[(ks + 1) & 1], a_ld, b_ld, st, ks + 1);
+        } else if (step + 1 < total) {          // the next stage's first k16 step (maybe the next tile's)
+          const int s1 = (step + 1) % STAGES;
+          mbar_wait(full + 8 * s1, ((step + 1) / STAGES) & 1);
+          load_frags(af[(ks + 1) & 1], bf[(ks + 1) & 1], a_ld, b_ld, sbase + s1 * STAGE_BYTES, 0);
+        }
+        warp_mmas(acc, af[ks & 1], bf[ks & 1]);
+      }
+      __syncwarp();                             // every lane's reads of stage s are in registers
+      if (lane == 0) mbar_arrive(empty + 8 * s);
+    }
+    int bm, bn;
+    tile_coords(t, tiles_m, tiles_n, bm, bn);
+    bar_consumers();                            // the previous tile's C is out of the staging region
+    stage_c(sc, acc, wm, wn, lane);
+    bar_consumers();
+    store_c<4>(sc, C, M, N, bm * BM, bn * BN, tid);
+  }
 }
 #endif
