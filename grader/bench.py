@@ -246,13 +246,15 @@ _sleep = _Lazy(_make_sleep)
 def bench(fn: Callable[[], object], *, label: str = "kernel", bytes: int | None = None,
           flops: int | None = None, peer: str | Callable | None = "copy", peer_label: str | None = None,
           before_each: Callable[[], None] | None = None, flush: bool = True, budget_s: float = 3.0,
-          timer: Callable | None = None) -> Measurement:
+          timer: Callable | None = None, peer_size=None) -> Measurement:
     """Time ``fn()`` (which launches the kernel) and compare with a peer.
 
     bytes / flops  what one call moves / computes: the figure is GB/s or TFLOP/s.
     peer           "copy" (device-to-device copy bandwidth), "matmul_bf16" / "matmul_fp16" /
                    "matmul_fp32" (torch.matmul, i.e. cuBLAS), a callable timed the same way
                    in this call (e.g. the torch op the lesson races), or None.
+    peer_size      the size ``fn`` runs at: a matmul peer is then cuBLAS at that shape, timed
+                   as ``fn`` is (grader.device.peer); without it, the 8192³ product.
     Without a GPU nothing is timed and the measurement says so.
     """
     m = Measurement(label=label, bytes=bytes, flops=flops)
@@ -275,5 +277,5 @@ def bench(fn: Callable[[], object], *, label: str = "kernel", bytes: int | None 
                   budget_s=budget_s, timer=timer)
         m.peer_name, m.peer_value = peer_label or getattr(peer, "__name__", "peer"), p.value
     elif peer is not None:
-        m.peer_name, m.peer_value = device.peer(peer)
+        m.peer_name, m.peer_value = device.peer(peer, size=peer_size)
     return m

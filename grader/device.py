@@ -87,14 +87,27 @@ PEER_LABELS = {"copy": "copy bandwidth", "matmul_bf16": "cuBLAS bf16", "matmul_f
                "matmul_fp32": "cuBLAS fp32 (TF32 off)"}
 
 
-def peer(name: str) -> tuple:
-    """(label, value) of a ceiling, measured at first use in this process."""
+def peer(name: str, size=None) -> tuple:
+    """(label, value) of a peer, measured at first use in this process.
+
+    A matmul peer given ``size`` (a GEMM Shape ``(M, N, K)``: the shape the candidate is timed at)
+    is torch.matmul at that shape, timed the way :func:`grader.bench.bench` times the candidate
+    (L2 flushed before each run, events around the call alone), so the ratio compares like with
+    like. Without a size (doctor, plots) it is the 8192³ product, timed back to back.
+    """
     if name not in PEER_LABELS:
         raise ValueError(f"unknown peer {name!r}; choose from {sorted(PEER_LABELS)}")
-    if name not in _measured:
-        _measured[name] = copy_bandwidth() if name == "copy" else matmul_tflops(name.split("_")[1])
-        _save(name, _measured[name])
-    return PEER_LABELS[name], _measured[name]
+    shape = tuple(int(x) for x in size) if name != "copy" and isinstance(size, tuple) and len(size) == 3 else None
+    key = name if shape is None else f"{name}@{shape[0]}x{shape[1]}x{shape[2]}"
+    if key not in _measured:
+        if name == "copy":
+            _measured[key] = copy_bandwidth()
+        elif shape is None:
+            _measured[key] = matmul_tflops(name.split("_")[1])
+        else:
+            _measured[key] = matmul_tflops_at(name.split("_")[1], shape)
+        _save(key, _measured[key])
+    return PEER_LABELS[name], _measured[key]
 
 
 def copy_bandwidth(nbytes: int = 2**30) -> float:
@@ -151,6 +164,30 @@ def matmul_tflops(dtype: str, n: int = 8192) -> float:
     finally:
         torch.backends.cuda.matmul.allow_tf32 = old
     return 2 * n**3 / float(np.median(times)) / 1e12
+
+
+def matmul_tflops_at(dtype: str, shape: tuple) -> float:
+    """TFLOP/s of torch.matmul (cuBLAS; fp32 with TF32 off) at ``shape = (M, N, K)`` on inputs
+    uniform in [-1, 1] (the course's GEMM inputs), timed as bench times a candidate: the L2
+    flushed before every run, CUDA events around the call, the median of the repetitions."""
+    import torch
+
+    from .bench import EventTimer, flush_l2, repeat
+
+    M, N, K = shape
+    dt = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[dtype]
+    old = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        a = (torch.rand(M, K, device="cuda") * 2 - 1).to(dt)
+        b = (torch.rand(K, N, device="cuda") * 2 - 1).to(dt)
+        c = torch.empty(M, N, device="cuda", dtype=dt)
+        timer = EventTimer()
+        times = repeat(lambda: timer(lambda: torch.matmul(a, b, out=c)), before_each=flush_l2,
+                       warmup=3, min_reps=10, budget_s=3.0)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = old
+    return 2 * M * N * K / float(np.median(times)) / 1e12
 
 
 def _save(name: str, value: float) -> None:

@@ -82,7 +82,7 @@ def _timed(launch, problem: Problem, points: float, target: float, floor: float,
         m = bench(lambda: launch(*args, *(view for _, view in outs.values())), label=problem.name,
                   bytes=problem.bytes_moved(size) if problem.bytes_moved else None,
                   flops=problem.flops(size) if problem.flops else None,
-                  peer=problem.peer, before_each=repoison, budget_s=budget_s)
+                  peer=problem.peer, peer_size=size, before_each=repoison, budget_s=budget_s)
     verify(problem)
     want = problem.reference(**inputs)
     for k, (shape, dtype) in out_spec.items():
@@ -115,7 +115,7 @@ def measure(launch, problem: Problem, label: str | None = None, *, size=None, pe
     outs = [_device_output(shape, dtype)[1] for shape, dtype in problem.outputs(size, inputs).values()]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return bench(lambda: launch(*args, *outs), label=label, peer=peer, budget_s=budget_s,
+        return bench(lambda: launch(*args, *outs), label=label, peer=peer, budget_s=budget_s, peer_size=size,
                      bytes=problem.bytes_moved(size) if problem.bytes_moved else None,
                      flops=problem.flops(size) if problem.flops else None)
 

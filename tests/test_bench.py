@@ -111,3 +111,45 @@ def test_without_a_gpu_speed_scores_zero_and_says_so(capsys):
     assert not m.measured
     assert speed_points(m, target=0.5, floor=0.1, points=1) == 0.0
     assert "speed not graded: no GPU" in capsys.readouterr().out
+
+
+# --- the peer a GEMM is compared with: cuBLAS at the candidate's own shape, timed the same way
+def _fake_peers(monkeypatch):
+    from grader import device
+
+    calls = []
+    monkeypatch.setattr(device, "_measured", {})
+    monkeypatch.setattr(device, "_save", lambda *a: None)
+    monkeypatch.setattr(device, "copy_bandwidth", lambda: calls.append(("copy",)) or 3000.0)
+    monkeypatch.setattr(device, "matmul_tflops", lambda dt: calls.append(("8192", dt)) or 700.0)
+    monkeypatch.setattr(device, "matmul_tflops_at", lambda dt, shape: calls.append((shape, dt)) or 650.0)
+    return device, calls
+
+
+def test_a_matmul_peer_is_measured_at_the_shape_it_is_given_once_per_shape(monkeypatch):
+    from grader.problems.gemm import Shape
+
+    device, calls = _fake_peers(monkeypatch)
+    assert device.peer("matmul_bf16", size=Shape(4096, 4096, 4096)) == ("cuBLAS bf16", 650.0)
+    device.peer("matmul_bf16", size=Shape(4096, 4096, 4096))            # cached
+    device.peer("matmul_bf16", size=Shape(1000, 1030, 1010))            # another shape: measured
+    assert device.peer("matmul_bf16") == ("cuBLAS bf16", 700.0)        # no size: the 8192³ product
+    assert device.peer("copy", size=1 << 20) == ("copy bandwidth", 3000.0)   # copy takes no size
+    assert calls == [((4096, 4096, 4096), "bf16"), ((1000, 1030, 1010), "bf16"), ("8192", "bf16"), ("copy",)]
+
+
+def test_bench_hands_its_size_to_the_peer(monkeypatch):
+    import importlib
+
+    from grader.problems.gemm import Shape
+
+    B = importlib.import_module("grader.bench")      # (grader.bench is also the function's name)
+
+    device, calls = _fake_peers(monkeypatch)
+    monkeypatch.setattr(B, "SIMULATOR", False)
+    monkeypatch.setattr(device, "info", lambda: type("I", (), {"name": "fake GPU"})())
+    m = B.bench(lambda: None, label="hgemm", flops=2 * 4096**3, peer="matmul_bf16", flush=False,
+                timer=lambda fn: 1e-3, peer_size=Shape(4096, 4096, 4096))
+    assert calls == [((4096, 4096, 4096), "bf16")]
+    assert m.peer_value == 650.0 and m.device == "fake GPU"
+    assert math.isclose(m.fraction, 2 * 4096**3 / 1e-3 / 1e12 / 650.0)
