@@ -122,6 +122,20 @@ __device__ __forceinline__ void tile_coords(int t, int tiles_m, int tiles_n, int
   bn = (t % per_group) / group_m;
 }
 
+// k-steps a block walks when it takes tiles blockIdx.x, +gridDim.x, … (the looping kernels)
+__device__ __forceinline__ int block_k_steps(int ntiles, int KT) {
+  return ((ntiles - (int)blockIdx.x + (int)gridDim.x - 1) / (int)gridDim.x) * KT;
+}
+
+__device__ __forceinline__ void zero_acc(float (&acc)[MT][NT][4]) {
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) acc[i][j][q] = 0.f;
+}
+
 // per-thread ldmatrix byte offsets inside a stage. A: lanes 0-15 rows 0-15 of k 0-7, lanes 16-31
 // k 8-15, + i·16 rows (swizzle-invariant). B (trans): rows k (+16·ks, swizzle-invariant), two n8
 // tiles per x4.
@@ -267,12 +281,7 @@ hgemm_tuned(const unsigned short* __restrict__ A, const unsigned short* __restri
   frag_offsets(a_ld, b_ld, wm, wn, lane);
 
   float acc[MT][NT][4];
-#pragma unroll
-  for (int i = 0; i < MT; ++i)
-#pragma unroll
-    for (int j = 0; j < NT; ++j)
-#pragma unroll
-      for (int q = 0; q < 4; ++q) acc[i][j][q] = 0.f;
+  zero_acc(acc);
 
 
 #pragma unroll
@@ -462,7 +471,7 @@ hgemm_persistent(const unsigned short* __restrict__ A, const unsigned short* __r
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int wm = (warp / WARPS_N) * WM, wn = (warp % WARPS_N) * WN;
   const int KT = K / BK, ntiles = tiles_m * tiles_n;
-  const int total = ((ntiles - (int)blockIdx.x + (int)gridDim.x - 1) / (int)gridDim.x) * KT;   // k-steps of this block
+  const int total = block_k_steps(ntiles, KT);
 
 
 
@@ -504,15 +513,7 @@ hgemm_persistent(const unsigned short* __restrict__ A, const unsigned short* __r
   frag_offsets(a_ld, b_ld, wm, wn, lane);
 
   float acc[MT][NT][4];
-  auto zero = [&]() {
-#pragma unroll
-    for (int i = 0; i < MT; ++i)
-#pragma unroll
-      for (int j = 0; j < NT; ++j)
-#pragma unroll
-        for (int q = 0; q < 4; ++q) acc[i][j][q] = 0.f;
-  };
-  zero();
+  zero_acc(acc);
 
 
   auto epilogue = [&](int tile) {                 // acc → bf16 → staged C → 16-byte stores
@@ -553,7 +554,7 @@ hgemm_persistent(const unsigned short* __restrict__ A, const unsigned short* __r
     }
     if (++kt == KT) {
       epilogue(tile);
-      zero();
+      zero_acc(acc);
       kt = 0;
       tile += gridDim.x;
     }
@@ -640,7 +641,7 @@ hgemm_ws(const unsigned short* __restrict__ A, const unsigned short* __restrict_
   const unsigned full = sbase + STAGES * STAGE_BYTES + WS_EPI_BYTES, empty = full + 8 * STAGES;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int KT = K / BK, ntiles = tiles_m * tiles_n;
-  const int total = ((ntiles - (int)blockIdx.x + (int)gridDim.x - 1) / (int)gridDim.x) * KT;   // k-steps
+  const int total = block_k_steps(ntiles, KT);
 
   if (tid == 0) {
     for (int s = 0; s < STAGES; ++s) {
@@ -701,12 +702,7 @@ hgemm_ws(const unsigned short* __restrict__ A, const unsigned short* __restrict_
   load_frags(af[0], bf[0], a_ld, b_ld, sbase, 0);
   int step = 0;
   for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
-#pragma unroll
-    for (int i = 0; i < MT; ++i)
-#pragma unroll
-      for (int j = 0; j < NT; ++j)
-#pragma unroll
-        for (int q = 0; q < 4; ++q) acc[i][j][q] = 0.f;
+    zero_acc(acc);
     for (int kt = 0; kt < KT; ++kt, ++step) {
       const int s = step % STAGES;
       const unsigned st = sbase + s * STAGE_BYTES;
