@@ -34,12 +34,14 @@ import grader  # noqa: E402
 from grader import cuda_cells  # noqa: E402
 from grader.problems import gemm as P  # noqa: E402
 
+import gemm_harness as H  # noqa: E402
+
 SIZES = (4096, 8192)
 RAGGED = P.Shape(1000, 1030, 1010)
 REPS = 12
 BUDGET_S = 185.0           # stop timing new rows past this (the sweep must end < 200 s)
 COMPILE_BUDGET_S = 110.0   # and compiling new candidates past this
-SASS_WANT = ["HMMA.16816.F32.BF16", "LDSM.16.M88.4", "LDSM.16.MT88.4", "LDGSTS"]
+SASS_WANT = H.SASS_WANT
 
 # name: (BM, BN, BK, WARPS_M, WARPS_N, STAGES, FRAG_DB, EPI_SMEM, MINB, GROUP[, L2PF, ORDER])
 ROUND1 = {
@@ -234,31 +236,7 @@ class Candidate:
         return smem_bytes(self.cfg if not isinstance(self.cfg, str) else self.lesson_cfg)
 
     def compile(self):
-        t = time.time()
-        try:
-            self.module = cuda_cells.compile_cuda(self.source, name=self.name)
-            self.kernel = self.module[self.kernel_name]
-            res = self.kernel.resources
-            self.row.update(regs=res.get("registers"), spill_stores=res.get("spill_stores"),
-                            spill_loads=res.get("spill_loads"), stack=res.get("stack"), smem=self.smem,
-                            threads=self.threads, compile_s=round(time.time() - t, 2),
-                            from_cache=self.module.from_cache)
-        except Exception as e:
-            self.row["errors"].append(f"compile: {str(e).strip().splitlines()[0][:300] if str(e).strip() else repr(e)}")
-            self.row["compile_log"] = getattr(e, "log", "")[-2000:]
-            return False
-        try:
-            from grader import sass
-            ops = sass.opcodes(self.module, self.kernel.symbol, full=True)
-            rep = {p: sum(n for op, n in ops.items() if op == p or op.startswith(p + ".")) for p in SASS_WANT}
-            rep["LDL/STL"] = sum(n for op, n in ops.items() if op.split(".")[0] in ("LDL", "STL"))
-            self.row["sass"] = rep
-            missing = [p for p in SASS_WANT if rep[p] == 0]
-            if missing or rep["LDL/STL"]:
-                self.row["errors"].append(f"sass: missing {missing}, LDL/STL {rep['LDL/STL']}")
-        except Exception as e:                              # no cuobjdump: not fatal
-            self.row["sass"] = f"unavailable: {e!r}"[:200]
-        return True
+        return H.compile_candidate(self) is not None
 
     def launch(self, a, b, c, M, N, K):
         """a (Mp, Kp), b (Kp, Np) already padded to the tile; c (M, N)."""
@@ -318,36 +296,7 @@ def gpu_main(cands, report, t0):
     report["device"] = dev
     print(f"device: {dev}", flush=True)
     gen = torch.Generator(device="cuda").manual_seed(0)
-
-    def inputs(s):
-        a = (torch.rand(s.M, s.K, device="cuda", generator=gen) * 2 - 1).to(torch.bfloat16)
-        b = (torch.rand(s.K, s.N, device="cuda", generator=gen) * 2 - 1).to(torch.bfloat16)
-        return a, b
-
-    def padded(x, rows, cols):
-        if tuple(x.shape) == (rows, cols):
-            return x
-        out = torch.zeros(rows, cols, device="cuda", dtype=x.dtype)
-        out[: x.shape[0], : x.shape[1]] = x
-        return out
-
-    def run(cand, a, b, c):
-        M, K = a.shape
-        N = b.shape[1]
-        BM, BN, BK = cand.tile
-        ap = padded(a, -(-M // BM) * BM, -(-K // BK) * BK)
-        bp = padded(b, -(-K // BK) * BK, -(-N // BN) * BN)
-        cand.launch(ap, bp, c, M, N, K)
-
-    def check(cand, s, a, b, ref):
-        c = torch.full((s.M, s.N), float("nan"), device="cuda", dtype=torch.bfloat16)
-        run(cand, a, b, c)
-        torch.cuda.synchronize()
-        rtol, atol = P.bf16_output_tolerance(s)
-        err = (c.float() - ref).abs()
-        bad = int((~(err <= atol + rtol * ref.abs())).sum())        # NaN counts as bad
-        rel = float(err.max() / ref.abs().max())
-        return bad, rel
+    inputs = lambda s: H.bf16_inputs(s, gen)                           # noqa: E731
 
     def timeit(fn, reps=REPS):
         for _ in range(3):
@@ -383,62 +332,11 @@ def gpu_main(cands, report, t0):
         ratios = [r / f for r, f in zip(tr, tf)]
         return med(tf), med(tr), med(ratios), (max(tf) - min(tf)) / max(med(tf), 1e-9)
 
-    flush_buf = torch.empty(512 * 2**20 // 4, device="cuda", dtype=torch.int32)
+    def before(cand):
+        cand.row["blocks_per_sm"] = occupancy(cand)
 
-    def timeit_cool(fn, ref, reps=REPS):
-        """As the grader times (grader.bench): before each timed call the L2 is flushed (512 MiB
-        written), the GPU is given ~50 µs of sleep to cover the launch, and the host waits for the
-        end. cuBLAS and the candidate alternate. Returns (t_fn, t_ref, median of t_ref / t_fn)."""
-        cyc = 100_000                              # sleep cycles: ~50 µs at the H100/H200's clocks
-
-        def one(f):
-            flush_buf.zero_()
-            torch.cuda._sleep(cyc)
-            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            e0.record()
-            f()
-            e1.record()
-            e1.synchronize()
-            return e0.elapsed_time(e1) / 1e3
-        for _ in range(2):
-            one(ref)
-            one(fn)
-        tr, tf = [], []
-        for _ in range(reps):
-            tr.append(one(ref))
-            tf.append(one(fn))
-        med = lambda xs: sorted(xs)[len(xs) // 2]                       # noqa: E731
-        return med(tf), med(tr), med([r / f for r, f in zip(tr, tf)])
-
-    # correctness data
-    checks = []
-    for s in (P.Shape(4096, 4096, 4096), RAGGED):
-        a, b = inputs(s)
-        ref = a.float() @ b.float()
-        checks.append((s, a, b, ref))
-    for cand in cands:
-        if cand.kernel is None:
-            continue
-        try:
-            cand.row["blocks_per_sm"] = occupancy(cand)
-            res = {}
-            for s, a, b, ref in checks:
-                bad, rel = check(cand, s, a, b, ref)
-                res[str(s)] = {"bad": bad, "max_rel_err": rel}
-            cand.row["check"] = res
-            cand.row["correct"] = all(v["bad"] == 0 for v in res.values())
-        except Exception as e:
-            cand.row["correct"] = False
-            cand.row["errors"].append(f"check: {e!r}"[:300])
-            traceback.print_exc()
-            try:
-                torch.cuda.synchronize()
-            except Exception:                                # a sticky error: nothing more can run
-                report["fatal"] = repr(e)
-                return
-        print(f"check {cand.name:40s} {cand.row.get('check')}", flush=True)
-    del checks
-    torch.cuda.empty_cache()
+    if not H.check_all(cands, (P.Shape(4096, 4096, 4096), RAGGED), gen, report, before):
+        return
 
     for n in SIZES:
         s = P.Shape(n, n, n)
@@ -473,7 +371,7 @@ def gpu_main(cands, report, t0):
                       f"{cand.row[f'cublas_{n}']:7.1f}  {100 * ratio:5.1f}%  waves {cand.row[f'waves_{n}']} "
                       f"(eff {cand.row[f'wave_eff_{n}']:.3f})", flush=True)
                 if n == SIZES[0]:      # and as the grader times it (cool starts, L2 flushed)
-                    t, t_ref, ratio = timeit_cool(lambda: cand.launch(a, b, c, n, n, n), cublas)
+                    t, t_ref, ratio = H.timeit_cool(lambda: cand.launch(a, b, c, n, n, n), cublas)
                     cand.row["graded_frac_4096"] = ratio
                     cand.row["graded_tflops_4096"] = P.flops(s) / t / 1e12
                     cand.row["graded_cublas_4096"] = P.flops(s) / t_ref / 1e12
