@@ -21,6 +21,8 @@
 //                   (default MT / 2: that row's mmas and the rest follow the barrier without a load)
 //   DRAIN           FRAG_DB 1: 1 = refills without a bounds test from running source pointers, then a
 //                   drain loop over the last STAGES-1 tiles that only multiplies (default 0)
+//   SPLIT           DRAIN 1: each stage is copied as two cp.async groups, A in the first k16 step and B in
+//                   the last (after its barrier), so a warp's copies are spread over the k tile (default 0)
 //   PERSIST         1: also compile hgemm_persistent (end of file): one block per SM loops over tiles, its
 //                   pipeline running across tile boundaries; launch it with min(tiles, SMs) blocks (default 0)
 //   WS              n = 1..4: also compile hgemm_ws (end of file): 8 multiplier warps + a copier warpgroup of
@@ -46,6 +48,9 @@
 #endif
 #ifndef WS
 #define WS 0
+#endif
+#ifndef SPLIT
+#define SPLIT 0
 #endif
 
 constexpr int THREADS = WARPS_M * WARPS_N * 32;
@@ -250,21 +255,22 @@ hgemm_tuned(const unsigned short* __restrict__ A, const unsigned short* __restri
                                         : b_r + (B_PER - 1) * B_ROWS_PER_PASS < BK);
 
   // src_size: 16, or 0 (PRED refill past the last tile: kt is then a valid tile, nothing is read)
+  // parts: 1 = A's copies, 2 = B's, 3 = both
   auto load_from = [&](unsigned stage_base, const unsigned short* ga, const unsigned short* gb,
-                       unsigned src_size = 16) {
+                       unsigned src_size = 16, int parts = 3) {
     auto cp = [&](unsigned sa, const void* g) {
       if (PRED) cp_async16_zfill(sa, g, src_size);
       else cp_async16(sa, g);
     };
 #pragma unroll
     for (int i = 0; i < A_PER; ++i)
-      if (i < A_PER - 1 || a_last)
+      if ((parts & 1) && (i < A_PER - 1 || a_last))
         cp(stage_base + a_soff + i * A_ROWS_PER_PASS * BK * 2, ga + (size_t)i * A_ROWS_PER_PASS * lda);
 #pragma unroll
     for (int i = 0; i < B_PER; ++i) {
       const int dr = B_SLAB ? (i * B_VR) % BK : i * B_ROWS_PER_PASS;    // rows added by pass i
       const int ds = B_SLAB ? (i * B_VR) / BK : 0;                      // 64-column slabs added
-      if (i < B_PER - 1 || b_last)
+      if ((parts & 2) && (i < B_PER - 1 || b_last))
         cp(stage_base + b_soff + dr * BN * 2 + ds * 128, gb + (size_t)dr * ldb + 64 * ds);
     }
   };
@@ -286,6 +292,13 @@ hgemm_tuned(const unsigned short* __restrict__ A, const unsigned short* __restri
 
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {
+    if (SPLIT) {                     // two groups a stage, as the main loop commits them
+      if (s < KT) load_from(sbase + s * STAGE_BYTES, gA + s * BK, gB + (size_t)s * BK * ldb, 16, 1);
+      cp_commit();
+      if (s < KT) load_from(sbase + s * STAGE_BYTES, gA + s * BK, gB + (size_t)s * BK * ldb, 16, 2);
+      cp_commit();
+      continue;
+    }
     if (s < KT) load_stage(sbase + s * STAGE_BYTES, s);
     cp_commit();
   }
@@ -299,22 +312,33 @@ hgemm_tuned(const unsigned short* __restrict__ A, const unsigned short* __restri
   const unsigned short* ra = gA + (STAGES - 1) * BK;
   const unsigned short* rb = gB + (size_t)(STAGES - 1) * BK * ldb;
   const size_t rb_step = (size_t)BK * ldb;
-  cp_wait<STAGES - 2>();
+  // groups that may still be in flight when a tile must have landed: STAGES - 2 (one group a stage);
+  // SPLIT (two a stage, B's committed after the barrier that waits): 2·STAGES - 5, and 2·STAGES - 4
+  // before the loop (tile 0)
+  static_assert(!SPLIT || (STAGES >= 3 && KS >= 2), "SPLIT: A and B in different k16 steps");
+  cp_wait<SPLIT ? 2 * STAGES - 4 : STAGES - 2>();
   __syncthreads();
   load_frags(af[0], bf[0], a_ld, b_ld, rd, 0);
   int kt = 0;
 #define HG_KTILE(FILL)                                                              \
   _Pragma("unroll") for (int ks = 0; ks < KS; ++ks) {                              \
     if (ks == KS - 1) {                                                             \
-      cp_wait<STAGES - 2>();                                                        \
+      cp_wait<SPLIT ? 2 * STAGES - 5 : STAGES - 2>();                               \
       __syncthreads();                                                              \
       rd += STAGE_BYTES;                                                            \
       if (rd == send) rd = sbase;                                                   \
     }                                                                               \
     load_frags(af[(ks + 1) & 1], bf[(ks + 1) & 1], a_ld, b_ld, rd, (ks + 1) % KS);  \
     if (ks == 0) {                                                                  \
-      if (FILL) { load_from(wr, ra, rb); ra += BK; rb += rb_step; }                 \
+      if (FILL) load_from(wr, ra, rb, 16, SPLIT ? 1 : 3);                           \
       cp_commit();                                                                  \
+    }                                                                               \
+    if (ks == (SPLIT ? KS - 1 : 0)) {                                               \
+      if (SPLIT) {                                                                  \
+        if (FILL) load_from(wr, ra, rb, 16, 2);                                     \
+        cp_commit();                                                                \
+      }                                                                             \
+      if (FILL) { ra += BK; rb += rb_step; }                                        \
       wr += STAGE_BYTES;                                                            \
       if (wr == send) wr = sbase;                                                   \
     }                                                                               \

@@ -179,9 +179,20 @@ for _n in (2, 4):                 # copier warps (1 alone: 32-37 % of cuBLAS on 
 ROUND5["t128x256_w2x4_k32_s5_ws4_persist"] = (128, 256, 32, 2, 4, 5, 1, 1, 1, 8) + _WS + (1, 0, 4)
 ROUND5["t128x256_w2x4_k32_s4_ws4_persist_g16"] = (128, 256, 32, 2, 4, 4, 1, 1, 1, 16) + _WS + (1, 0, 4)
 # (BK 64 and the 256×128 tile need more copier registers than the 80 the pool leaves: they spill)
-VARIANTS = ROUND5
+# Round 6: round 5 suggested that bursts of cp.async stall the ldmatrix behind them (they share the
+# SM's memory-instruction queue). The lesson's kernel issues a warp's 6 copies of a stage together in
+# the first k16 step; SPLIT issues A's in the first step and B's in the last (two cp.async groups a
+# stage), on the drain-loop kernel.
+_DRAIN = (128, 256, 32, 2, 4, 4, 1, 1, 1, 8, 0, 0, 0, 0, 1)
+ROUND6 = {"t128x256_w2x4_k32_s4_db_epi_drain": _DRAIN,
+          "t128x256_w2x4_k32_s4_db_epi_drain_split": _DRAIN + (0, 1),
+          "t128x256_w2x4_k32_s5_db_epi_drain_split": _DRAIN[:5] + (5,) + _DRAIN[6:] + (0, 1),
+          "t128x256_w2x4_k32_s3_db_epi_drain_split": _DRAIN[:5] + (3,) + _DRAIN[6:] + (0, 1),
+          "t128x256_w2x4_k64_s3_db_epi_drain_split": (128, 256, 64, 2, 4, 3) + _DRAIN[6:] + (0, 1),
+          "t128x256_w2x4_k64_s3_db_epi_drain": (128, 256, 64, 2, 4, 3) + _DRAIN[6:]}
+VARIANTS = ROUND6
 KEYS = ("BM", "BN", "BK", "WARPS_M", "WARPS_N", "STAGES", "FRAG_DB", "EPI_SMEM", "MINB", "GROUP", "L2PF", "ORDER",
-        "PRED", "PERSIST", "DRAIN", "WS")
+        "PRED", "PERSIST", "DRAIN", "WS", "SPLIT")
 
 
 def full_cfg(cfg):
@@ -216,11 +227,11 @@ def lesson_config(body: str):
 
 
 def config_str(cfg) -> str:
-    BM, BN, BK, wm, wn, S, db, epi, minb, grp, pf, order, pred, persist, drain, ws = full_cfg(cfg)
+    BM, BN, BK, wm, wn, S, db, epi, minb, grp, pf, order, pred, persist, drain, ws, split = full_cfg(cfg)
     return (f"{BM}x{BN}x{BK} w{wm}x{wn}({BM // wm}x{BN // wn}) s{S}" + {0: "", 1: " fragdb", 2: " Bdb"}[db]
             + (" epi" if epi else "") + (f" lb{minb}" if minb > 1 else "") + (f" g{grp}" if grp != 8 else "")
             + (f" L2::{pf}B" if pf else "") + (" n-outer" if order else "") + (" pred" if pred else "")
-            + (" persistent" if persist else "") + (" drain" if drain else "") + (f" ws{ws}" if ws else ""))
+            + (" persistent" if persist else "") + (" drain" if drain else "") + (f" ws{ws}" if ws else "") + (" split" if split else ""))
 
 
 class Candidate:
@@ -425,8 +436,9 @@ def main():
     gpu = "--compile-only" not in args and cuda_cells.gpu_available()
     print(grader.mode(), "| arch", cuda_cells.default_arch(), "| gpu" if gpu else "| compile only", flush=True)
     report = {"date": time.strftime("%Y-%m-%d %H:%M"), "arch": cuda_cells.default_arch(), "peers": {}, "rows": []}
-    rnd = args[args.index("--round") + 1] if "--round" in args else "5"
-    variants = {"1": ROUND1, "2": ROUND2, "3": ROUND3, "4": ROUND4, "5": ROUND5, "explore3": EXPLORE3}[rnd]
+    rnd = args[args.index("--round") + 1] if "--round" in args else "6"
+    variants = {"1": ROUND1, "2": ROUND2, "3": ROUND3, "4": ROUND4, "5": ROUND5, "6": ROUND6,
+                "explore3": EXPLORE3}[rnd]
     report["round"] = rnd
     cands = candidates(only, variants)
     for c in cands:
