@@ -12,6 +12,7 @@
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -138,19 +139,34 @@ def copy_bandwidth(nbytes: int = 2**30) -> float:
     return 2 * nbytes / best / 1e9
 
 
+@contextlib.contextmanager
+def _matmul_operands(dtype: str, M: int, N: int, K: int, uniform: bool):
+    """A (M, K), B (K, N) and C (M, N) on the GPU in ``dtype`` (A and B standard normal, or uniform in
+    [-1, 1] as the course's GEMM inputs), with TF32 off for as long as they are used."""
+    import torch
+
+    dt = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[dtype]
+    old = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        if uniform:
+            a = (torch.rand(M, K, device="cuda") * 2 - 1).to(dt)
+            b = (torch.rand(K, N, device="cuda") * 2 - 1).to(dt)
+        else:
+            a = torch.randn(M, K, device="cuda", dtype=dt)
+            b = torch.randn(K, N, device="cuda", dtype=dt)
+        yield a, b, torch.empty(M, N, device="cuda", dtype=dt)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = old
+
+
 def matmul_tflops(dtype: str, n: int = 8192) -> float:
     """TFLOP/s of an n×n×n torch.matmul (cuBLAS) on random data; fp32 with TF32 off."""
     import torch
 
     from .bench import repeat
 
-    dt = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[dtype]
-    old = torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = False
-    try:
-        a = torch.randn(n, n, device="cuda", dtype=dt)
-        b = torch.randn(n, n, device="cuda", dtype=dt)
-        c = torch.empty(n, n, device="cuda", dtype=dt)
+    with _matmul_operands(dtype, n, n, n, uniform=False) as (a, b, c):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
 
         def once():
@@ -161,8 +177,6 @@ def matmul_tflops(dtype: str, n: int = 8192) -> float:
             return start.elapsed_time(end) / 1e3
 
         times = repeat(once, warmup=3, min_reps=10, budget_s=3.0)
-    finally:
-        torch.backends.cuda.matmul.allow_tf32 = old
     return 2 * n**3 / float(np.median(times)) / 1e12
 
 
@@ -175,18 +189,10 @@ def matmul_tflops_at(dtype: str, shape: tuple) -> float:
     from .bench import EventTimer, flush_l2, repeat
 
     M, N, K = shape
-    dt = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[dtype]
-    old = torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = False
-    try:
-        a = (torch.rand(M, K, device="cuda") * 2 - 1).to(dt)
-        b = (torch.rand(K, N, device="cuda") * 2 - 1).to(dt)
-        c = torch.empty(M, N, device="cuda", dtype=dt)
+    with _matmul_operands(dtype, M, N, K, uniform=True) as (a, b, c):
         timer = EventTimer()
         times = repeat(lambda: timer(lambda: torch.matmul(a, b, out=c)), before_each=flush_l2,
                        warmup=3, min_reps=10, budget_s=3.0)
-    finally:
-        torch.backends.cuda.matmul.allow_tf32 = old
     return 2 * M * N * K / float(np.median(times)) / 1e12
 
 
