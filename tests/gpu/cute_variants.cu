@@ -131,54 +131,16 @@ __device__ __forceinline__ void gemm_tile(const T* A, const T* B, T* C, int M, i
     }
     cp_async_fence();
   }
-  if constexpr (KPIPE && HOIST) {
-    // The thread's copy sources at k tile STAGES - 1 (the first the loop loads); one k tile further
-    // per iteration: a 64-bit pointer add instead of recomputing base + k · stride per copy.
-    Tensor tAgAk = tAgA(_, _, _, STAGES - 1);
-    Tensor tBgBk = tBgB(_, _, _, STAGES - 1);
-    const auto a_step = stride<3>(tAgA);   // BK (static)
-    const auto b_step = stride<3>(tBgB);   // BK · ldb
-    int read = 0, write = STAGES - 1;
-    cp_async_wait<STAGES - 2>();
-    __syncthreads();
-    copy(s2r_a, tXsA(_, _, 0, 0), tXrA(_, _, 0));
-    copy(s2r_b, tXsB(_, _, 0, 0), tXrB(_, _, 0));
-    auto k_tile = [&](auto load) {
-      CUTE_UNROLL
-      for (int kb = 0; kb < KB; ++kb) {
-        if (kb == KB - 1) {
-          cp_async_wait<STAGES - 2>();
-          __syncthreads();
-          read = read + 1 == STAGES ? 0 : read + 1;
-        }
-        const int kn = (kb + 1) % KB;
-        copy(s2r_a, tXsA(_, _, kn, read), tXrA(_, _, kn));
-        copy(s2r_b, tXsB(_, _, kn, read), tXrB(_, _, kn));
-        if (kb == 0) {
-          if constexpr (decltype(load)::value) {
-            copy(g2s_a, tAgAk, tAsA(_, _, _, write));
-            copy(g2s_b, tBgBk, tBsB(_, _, _, write));
-            tAgAk.data() = tAgAk.data() + a_step;
-            tBgBk.data() = tBgBk.data() + b_step;
-            write = write + 1 == STAGES ? 0 : write + 1;
-          }
-          cp_async_fence();
-        }
-        mma_step<ROWA>(mma, tCrA(_, _, kb), tCrB(_, _, kb), acc);
-      }
-    };
-    int kt = 0;
-    for (; kt < KT - (STAGES - 1); ++kt) k_tile(cute::true_type{});    // refills a stage: no bounds test
-    for (; kt < KT; ++kt) k_tile(cute::false_type{});                  // the last STAGES - 1 tiles
-  } else if constexpr (KPIPE) {
+  if constexpr (KPIPE) {
     // registers double-buffered over k16 steps: the fragments of step kb + 1 are loaded before the
-    // mma of step kb; the last step's load reads the next tile, after the wait + barrier
+    // mma of step kb; the last step's load reads the next tile, after the wait + barrier. refill()
+    // issues one stage's copies in step 0, before the commit.
     int read = 0;
     cp_async_wait<STAGES - 2>();
     __syncthreads();
     copy(s2r_a, tXsA(_, _, 0, 0), tXrA(_, _, 0));
     copy(s2r_b, tXsB(_, _, 0, 0), tXrB(_, _, 0));
-    for (int kt = 0; kt < KT; ++kt) {
+    auto k_tile = [&](auto&& refill) {
       CUTE_UNROLL
       for (int kb = 0; kb < KB; ++kb) {
         if (kb == KB - 1) {
@@ -190,16 +152,40 @@ __device__ __forceinline__ void gemm_tile(const T* A, const T* B, T* C, int M, i
         copy(s2r_a, tXsA(_, _, kn, read), tXrA(_, _, kn));
         copy(s2r_b, tXsB(_, _, kn, read), tXrB(_, _, kn));
         if (kb == 0) {
-          int next = kt + STAGES - 1;
-          if (next < KT) {
-            int w = next % STAGES;
-            copy(g2s_a, tAgA(_, _, _, next), tAsA(_, _, _, w));
-            copy(g2s_b, tBgB(_, _, _, next), tBsB(_, _, _, w));
-          }
+          refill();
           cp_async_fence();
         }
         mma_step<ROWA>(mma, tCrA(_, _, kb), tCrB(_, _, kb), acc);
       }
+    };
+    if constexpr (HOIST) {
+      // The thread's copy sources at k tile STAGES - 1 (the first the loop loads); one k tile further
+      // per refill: a 64-bit pointer add instead of recomputing base + k · stride per copy.
+      Tensor tAgAk = tAgA(_, _, _, STAGES - 1);
+      Tensor tBgBk = tBgB(_, _, _, STAGES - 1);
+      const auto a_step = stride<3>(tAgA);   // BK (static)
+      const auto b_step = stride<3>(tBgB);   // BK · ldb
+      int write = STAGES - 1;
+      auto load_next = [&]() {
+        copy(g2s_a, tAgAk, tAsA(_, _, _, write));
+        copy(g2s_b, tBgBk, tBsB(_, _, _, write));
+        tAgAk.data() = tAgAk.data() + a_step;
+        tBgBk.data() = tBgBk.data() + b_step;
+        write = write + 1 == STAGES ? 0 : write + 1;
+      };
+      int kt = 0;
+      for (; kt < KT - (STAGES - 1); ++kt) k_tile(load_next);     // refills a stage: no bounds test
+      for (; kt < KT; ++kt) k_tile([] {});                        // the last STAGES - 1 tiles
+    } else {
+      for (int kt = 0; kt < KT; ++kt)
+        k_tile([&] {
+          const int next = kt + STAGES - 1;
+          if (next < KT) {
+            const int w = next % STAGES;
+            copy(g2s_a, tAgA(_, _, _, next), tAsA(_, _, _, w));
+            copy(g2s_b, tBgB(_, _, _, next), tBsB(_, _, _, w));
+          }
+        });
     }
   } else {
     for (int kt = 0; kt < KT; ++kt) {

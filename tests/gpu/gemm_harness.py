@@ -9,6 +9,7 @@ without a GPU (--compile-only).
 """
 from __future__ import annotations
 
+import re
 import time
 import traceback
 
@@ -18,6 +19,24 @@ from grader.problems import gemm as P
 SASS_WANT = ["HMMA.16816.F32.BF16", "LDSM.16.M88.4", "LDSM.16.MT88.4", "LDGSTS"]   # lesson 04's rubric
 FLUSH_BYTES = 512 * 2**20      # as grader.bench: more than twice any L2
 SLEEP_CYCLES = 100_000         # ~50 µs at H100/H200 clocks, as grader.bench's head start
+
+
+def lesson04_cell() -> dict:
+    """Lesson 04's graded %%cuda cell (v_hgemm) without its magic line, and its configuration from
+    `using V3 = Config<BM, BN, BK, WARPS_M, WARPS_N, STAGES, SWIZZLE, EPI_SMEM>;`: a dict with body,
+    BM, BN, BK, WM, WN, STAGES, EPI (bool) and SMEM (the dynamic shared memory its launch asks for)."""
+    from ch03_cells import cell_source
+
+    body = cell_source("04_mma_sync_pipeline.ipynb", "v_hgemm").split("\n", 1)[1]   # drop "%%cuda hg"
+    m = re.search(r"using\s+V3\s*=\s*Config<([^>]*)>", body)
+    if not m:
+        raise ValueError("no `using V3 = Config<...>` in the v_hgemm cell")
+    f = [x.strip() for x in m.group(1).split(",")]
+    BM, BN, BK, WM, WN, S = (int(x) for x in f[:6])
+    epi = f[7] == "true"
+    pipe = S * (BM * BK + BK * BN) * 2
+    return dict(body=body, BM=BM, BN=BN, BK=BK, WM=WM, WN=WN, STAGES=S, EPI=epi,
+                SMEM=max(pipe, BM * (BN + 8) * 2) if epi else pipe)
 
 
 def compile_candidate(cand) -> dict | None:

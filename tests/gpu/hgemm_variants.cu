@@ -71,6 +71,7 @@ constexpr int B_VR = THREADS / 8;                        // slab-rows per pass (
 constexpr int B_PER = (BK * BCH + THREADS - 1) / THREADS;
 constexpr bool B_EVEN = BK * BCH % THREADS == 0;
 constexpr int EPI_PITCH = BN + 8;                       // bf16 per staged C row (+16 B: no bank conflicts)
+constexpr int EPI_BYTES = BM * EPI_PITCH * 2;            // the staged C tile
 constexpr int EPI_ITERS = (BM * BCH + THREADS - 1) / THREADS;
 
 static_assert(WM * WARPS_M == BM && WN * WARPS_N == BN, "warp grid must tile the block");
@@ -274,8 +275,8 @@ hgemm_tuned(const unsigned short* __restrict__ A, const unsigned short* __restri
         cp(stage_base + b_soff + dr * BN * 2 + ds * 128, gb + (size_t)dr * ldb + 64 * ds);
     }
   };
-  auto load_stage = [&](unsigned stage_base, int kt, unsigned src_size = 16) {
-    load_from(stage_base, gA + kt * BK, gB + (size_t)kt * BK * ldb, src_size);
+  auto load_stage = [&](unsigned stage_base, int kt, unsigned src_size = 16, int parts = 3) {
+    load_from(stage_base, gA + kt * BK, gB + (size_t)kt * BK * ldb, src_size, parts);
   };
   // the main loop's refill of tile `next` (none past the last tile; PRED: a zero-size copy instead)
   auto refill = [&](unsigned stage_base, int next) {
@@ -292,10 +293,10 @@ hgemm_tuned(const unsigned short* __restrict__ A, const unsigned short* __restri
 
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {
-    if (SPLIT) {                     // two groups a stage, as the main loop commits them
-      if (s < KT) load_from(sbase + s * STAGE_BYTES, gA + s * BK, gB + (size_t)s * BK * ldb, 16, 1);
+    if (SPLIT) {                     // two groups a stage (A's, then B's), as the main loop commits them
+      if (s < KT) load_stage(sbase + s * STAGE_BYTES, s, 16, 1);
       cp_commit();
-      if (s < KT) load_from(sbase + s * STAGE_BYTES, gA + s * BK, gB + (size_t)s * BK * ldb, 16, 2);
+      if (s < KT) load_stage(sbase + s * STAGE_BYTES, s, 16, 2);
       cp_commit();
       continue;
     }
@@ -484,7 +485,6 @@ hgemm_tuned(const unsigned short* __restrict__ A, const unsigned short* __restri
 // writes C). C is staged in its own shared-memory region after the stages. FRAG_DB path only.
 static_assert(FRAG_DB == 1 && A_EVEN && B_EVEN && !B_SLAB && EPI_SMEM,
               "the persistent kernel: full fragment double buffering, whole load passes, staged C");
-constexpr int EPI_BYTES = BM * EPI_PITCH * 2;
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 hgemm_persistent(const unsigned short* __restrict__ A, const unsigned short* __restrict__ B,
@@ -619,7 +619,6 @@ constexpr int WS_COPIERS = WS;      // warps of the copier warpgroup that copy (
 constexpr int WS_CT = 32 * WS_COPIERS;                       // copier threads
 constexpr int A_LANE = BM * ACH / WS_CT, B_LANE = BK * BCH / WS_CT;   // 16-byte chunks per copier thread per stage
 static_assert(BM * ACH % WS_CT == 0 && BK * BCH % WS_CT == 0 && WS_CT % BCH == 0, "whole copier passes");
-constexpr int WS_EPI_BYTES = BM * EPI_PITCH * 2;
 
 __device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(bar), "r"(count) : "memory");
@@ -662,7 +661,7 @@ hgemm_ws(const unsigned short* __restrict__ A, const unsigned short* __restrict_
   extern __shared__ __align__(128) unsigned char smem[];
   const unsigned sbase = (unsigned)__cvta_generic_to_shared(smem);
   unsigned short* sc = reinterpret_cast<unsigned short*>(smem + STAGES * STAGE_BYTES);
-  const unsigned full = sbase + STAGES * STAGE_BYTES + WS_EPI_BYTES, empty = full + 8 * STAGES;
+  const unsigned full = sbase + STAGES * STAGE_BYTES + EPI_BYTES, empty = full + 8 * STAGES;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int KT = K / BK, ntiles = tiles_m * tiles_n;
   const int total = block_k_steps(ntiles, KT);

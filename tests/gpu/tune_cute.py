@@ -145,17 +145,12 @@ def lesson_candidate():
 
 def hand_candidate():
     """Lesson 04's hand-written kernel (v_hgemm, hgemm_bf16): same arguments and padding, timed beside
-    the CuTe rows as the target; its tile from `using V3 = Config<...>` in the cell."""
-    from ch03_cells import cell_source
-
-    body = cell_source("04_mma_sync_pipeline.ipynb", "v_hgemm").split("\n", 1)[1]   # drop "%%cuda hg"
-    f = [x.strip() for x in re.search(r"using\s+V3\s*=\s*Config<([^>]*)>", body).group(1).split(",")]
-    BM, BN, BK, WM, WN, S = map(int, f[:6])
-    epi = f[7] == "true"
-    cfg = (BM, BN, BK, WM, WN, S, 1, int(epi), 1, 1, 0)
-    smem = max(S * (BM * BK + BK * BN) * 2, BM * (BN + 8) * 2 if epi else 0)
-    return Candidate("lesson04_hgemm_bf16", "hgemm_bf16", f"{BM}x{BN}x{BK} w{WM}x{WN} s{S} (lesson 04, hand-written)",
-                     body, cfg, smem=smem)
+    the CuTe rows as the target."""
+    v = H.lesson04_cell()
+    cfg = (v["BM"], v["BN"], v["BK"], v["WM"], v["WN"], v["STAGES"], 1, int(v["EPI"]), 1, 1, 0)
+    return Candidate("lesson04_hgemm_bf16", "hgemm_bf16",
+                     f"{v['BM']}x{v['BN']}x{v['BK']} w{v['WM']}x{v['WN']} s{v['STAGES']} (lesson 04, hand-written)",
+                     v["body"], cfg, smem=v["SMEM"])
 
 
 class Candidate:

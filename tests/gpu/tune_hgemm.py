@@ -3,7 +3,7 @@
     python tests/gpu/tune_hgemm.py                 # on a GPU: compile, check, time; table + $OUT/tune_hgemm.json
     python tests/gpu/tune_hgemm.py --compile-only  # anywhere (also the default with no GPU): registers, spills, SASS
     python tests/gpu/tune_hgemm.py --only base,t128x256   # substrings of variant names
-    python tests/gpu/tune_hgemm.py --round 3       # round 1's, 2's or 3's candidate list (default: round 4;
+    python tests/gpu/tune_hgemm.py --round 3       # round 1's … 6's candidate list (default: round 6;
                                                    # --round explore3: round 3's compile-only exploration)
 
 Candidates are tests/gpu/hgemm_variants.cu with a block of #defines in front (block tile, warp grid,
@@ -163,36 +163,44 @@ ROUND4 = {"t128x256_w2x4_k32_s4_db_epi": ROUND1["t128x256_w2x4_k32_s4_db_epi"],
           "t128x256_w2x4_k32_s5_db_epi_drain": (128, 256, 32, 2, 4, 5, 1, 1, 1, 8, 0, 0, 0, 0, 1),
           "t128x256_w2x4_k32_s4_db_epi_g16_drain": (128, 256, 32, 2, 4, 4, 1, 1, 1, 16, 0, 0, 0, 0, 1),
           "t256x128_w4x2_k32_s4_db_epi_drain": (256, 128, 32, 4, 2, 4, 1, 1, 1, 8, 0, 0, 0, 0, 1)}
+KEYS = ("BM", "BN", "BK", "WARPS_M", "WARPS_N", "STAGES", "FRAG_DB", "EPI_SMEM", "MINB", "GROUP", "L2PF", "ORDER",
+        "PRED", "PERSIST", "DRAIN", "WS", "SPLIT")
+
+
+def variant(**changes) -> tuple:
+    """A VARIANTS tuple: the lesson's kernel (128×256×32, 8 warps of 64×64, 4 stages, fragment double
+    buffering, staged C, GROUP 8) with the KEYS named in ``changes`` set."""
+    base = dict(BM=128, BN=256, BK=32, WARPS_M=2, WARPS_N=4, STAGES=4, FRAG_DB=1, EPI_SMEM=1, MINB=1, GROUP=8)
+    cfg = {k: 0 for k in KEYS} | base | changes
+    assert set(cfg) == set(KEYS), f"unknown keys {set(cfg) - set(KEYS)}"
+    return tuple(cfg[k] for k in KEYS)
+
+
 # Round 5: warp specialization. 8 multiplier warps (the lesson's 64×64 warp tiles, fragment double
-# buffering) and one copier warp that issues every cp.async; mbarriers hand the stages over, so the
-# multipliers never wait at a __syncthreads. Persistent (grid = SMs: the copier loads the next tile
-# while the multipliers write C) or one tile per block; more stages; group heights.
-_WS = (0, 0, 0)   # L2PF, ORDER, PRED
+# buffering) and a copier warpgroup of which WS warps issue every cp.async; mbarriers hand the stages
+# over, so the multipliers never wait at a __syncthreads. Persistent (grid = SMs: the copiers load the
+# next tile while the multipliers write C) or one tile per block; more stages; group heights.
 ROUND5 = {"t128x256_w2x4_k32_s4_db_epi": ROUND1["t128x256_w2x4_k32_s4_db_epi"],
-          "t128x256_w2x4_k32_s4_db_epi_drain": ROUND4["t128x256_w2x4_k32_s4_db_epi_drain"]}
-ROUND5["t128x256_w2x4_k32_s4_ws1_persist"] = (128, 256, 32, 2, 4, 4, 1, 1, 1, 8) + _WS + (1, 0, 1)
+          "t128x256_w2x4_k32_s4_db_epi_drain": ROUND4["t128x256_w2x4_k32_s4_db_epi_drain"],
+          "t128x256_w2x4_k32_s4_ws1_persist": variant(PERSIST=1, WS=1)}
 for _n in (2, 4):                 # copier warps (1 alone: 32-37 % of cuBLAS on the H200: too few)
-    ROUND5.update({
-        f"t128x256_w2x4_k32_s4_ws{_n}": (128, 256, 32, 2, 4, 4, 1, 1, 1, 8) + _WS + (0, 0, _n),
-        f"t128x256_w2x4_k32_s4_ws{_n}_persist": (128, 256, 32, 2, 4, 4, 1, 1, 1, 8) + _WS + (1, 0, _n),
-        f"t128x256_w2x4_k32_s6_ws{_n}_persist": (128, 256, 32, 2, 4, 6, 1, 1, 1, 8) + _WS + (1, 0, _n)})
-ROUND5["t128x256_w2x4_k32_s5_ws4_persist"] = (128, 256, 32, 2, 4, 5, 1, 1, 1, 8) + _WS + (1, 0, 4)
-ROUND5["t128x256_w2x4_k32_s4_ws4_persist_g16"] = (128, 256, 32, 2, 4, 4, 1, 1, 1, 16) + _WS + (1, 0, 4)
-# (BK 64 and the 256×128 tile need more copier registers than the 80 the pool leaves: they spill)
+    ROUND5.update({f"t128x256_w2x4_k32_s4_ws{_n}": variant(WS=_n),
+                   f"t128x256_w2x4_k32_s4_ws{_n}_persist": variant(PERSIST=1, WS=_n),
+                   f"t128x256_w2x4_k32_s6_ws{_n}_persist": variant(STAGES=6, PERSIST=1, WS=_n)})
+ROUND5["t128x256_w2x4_k32_s5_ws4_persist"] = variant(STAGES=5, PERSIST=1, WS=4)
+ROUND5["t128x256_w2x4_k32_s4_ws4_persist_g16"] = variant(GROUP=16, PERSIST=1, WS=4)
+# (BK 64 and the 256×128 tile need more copier registers than the 88 the pool leaves: they spill)
 # Round 6: round 5 suggested that bursts of cp.async stall the ldmatrix behind them (they share the
 # SM's memory-instruction queue). The lesson's kernel issues a warp's 6 copies of a stage together in
 # the first k16 step; SPLIT issues A's in the first step and B's in the last (two cp.async groups a
 # stage), on the drain-loop kernel.
-_DRAIN = (128, 256, 32, 2, 4, 4, 1, 1, 1, 8, 0, 0, 0, 0, 1)
-ROUND6 = {"t128x256_w2x4_k32_s4_db_epi_drain": _DRAIN,
-          "t128x256_w2x4_k32_s4_db_epi_drain_split": _DRAIN + (0, 1),
-          "t128x256_w2x4_k32_s5_db_epi_drain_split": _DRAIN[:5] + (5,) + _DRAIN[6:] + (0, 1),
-          "t128x256_w2x4_k32_s3_db_epi_drain_split": _DRAIN[:5] + (3,) + _DRAIN[6:] + (0, 1),
-          "t128x256_w2x4_k64_s3_db_epi_drain_split": (128, 256, 64, 2, 4, 3) + _DRAIN[6:] + (0, 1),
-          "t128x256_w2x4_k64_s3_db_epi_drain": (128, 256, 64, 2, 4, 3) + _DRAIN[6:]}
+ROUND6 = {"t128x256_w2x4_k32_s4_db_epi_drain": variant(DRAIN=1),
+          "t128x256_w2x4_k32_s4_db_epi_drain_split": variant(DRAIN=1, SPLIT=1),
+          "t128x256_w2x4_k32_s5_db_epi_drain_split": variant(STAGES=5, DRAIN=1, SPLIT=1),
+          "t128x256_w2x4_k32_s3_db_epi_drain_split": variant(STAGES=3, DRAIN=1, SPLIT=1),
+          "t128x256_w2x4_k64_s3_db_epi_drain_split": variant(BK=64, STAGES=3, DRAIN=1, SPLIT=1),
+          "t128x256_w2x4_k64_s3_db_epi_drain": variant(BK=64, STAGES=3, DRAIN=1)}
 VARIANTS = ROUND6
-KEYS = ("BM", "BN", "BK", "WARPS_M", "WARPS_N", "STAGES", "FRAG_DB", "EPI_SMEM", "MINB", "GROUP", "L2PF", "ORDER",
-        "PRED", "PERSIST", "DRAIN", "WS", "SPLIT")
 
 
 def full_cfg(cfg):
@@ -206,24 +214,12 @@ def variant_source(cfg) -> str:
 
 def smem_bytes(cfg) -> int:
     BM, BN, BK, _, _, S, _, EPI = cfg[:8]
-    pipe = S * (BM * BK + BK * BN) * 2
+    pipe, staged_c = S * (BM * BK + BK * BN) * 2, BM * (BN + 8) * 2
     if full_cfg(cfg)[KEYS.index("WS")]:
-        return pipe + BM * (BN + 8) * 2 + 16 * S        # + C staging + the full/empty mbarriers
+        return pipe + staged_c + 16 * S                 # + C staging + the full/empty mbarriers
     if full_cfg(cfg)[KEYS.index("PERSIST")]:
-        return pipe + BM * (BN + 8) * 2                 # the persistent kernel stages C beside the stages
-    return max(pipe, BM * (BN + 8) * 2) if EPI else pipe
-
-
-def lesson_config(body: str):
-    """The lesson's graded configuration, from `using V3 = Config<BM, BN, BK, WARPS_M, WARPS_N, STAGES,
-    SWIZZLE, EPI_SMEM>;` in the v_hgemm cell, as a VARIANTS tuple (GROUP 8, 1 block of launch bounds)."""
-    import re
-    m = re.search(r"using\s+V3\s*=\s*Config<([^>]*)>", body)
-    if not m:
-        raise ValueError("no `using V3 = Config<...>` in the v_hgemm cell")
-    f = [x.strip() for x in m.group(1).split(",")]
-    BM, BN, BK, wm, wn, S = (int(x) for x in f[:6])
-    return (BM, BN, BK, wm, wn, S, 1, int(f[7] == "true"), 1, 8)
+        return pipe + staged_c                          # the persistent kernel stages C beside the stages
+    return max(pipe, staged_c) if EPI else pipe         # otherwise C reuses the stages
 
 
 def config_str(cfg) -> str:
@@ -235,11 +231,11 @@ def config_str(cfg) -> str:
 
 
 class Candidate:
-    def __init__(self, name, kernel_name, cfg, source, threads, tile):
+    def __init__(self, name, kernel_name, cfg, source, threads, tile, persistent=False):
         self.name, self.kernel_name, self.cfg, self.source = name, kernel_name, cfg, source
         self.threads, self.tile = threads, tile            # tile = (BM, BN, BK)
+        self.persistent = persistent                       # launched with min(tiles, SMs) blocks
         self.module = self.kernel = None
-        self.persistent = False
         self.row = {"variant": name, "config": cfg if isinstance(cfg, str) else config_str(cfg), "errors": []}
 
     @property
@@ -254,7 +250,7 @@ class Candidate:
         BM, BN, _ = self.tile
         tm, tn = a.shape[0] // BM, b.shape[1] // BN
         blocks = tm * tn
-        if self.kernel_name == "hgemm_persistent" or (self.kernel_name == "hgemm_ws" and self.persistent):
+        if self.persistent:                               # one block per SM, each looping over tiles
             import torch
             blocks = min(blocks, torch.cuda.get_device_properties(0).multi_processor_count)
         self.kernel[blocks, self.threads, self.smem](a, b, c, M, N, a.shape[1], a.shape[1], b.shape[1], tm, tn)
@@ -263,10 +259,9 @@ class Candidate:
 def candidates(only=None, variants=None) -> list[Candidate]:
     out = []
     try:
-        from ch03_cells import cell_source
-        body = cell_source("04_mma_sync_pipeline.ipynb", "v_hgemm").split("\n", 1)[1]   # drop "%%cuda hg"
-        cfg = lesson_config(body)
-        c = Candidate("lesson04_hgemm_bf16", "hgemm_bf16", config_str(cfg) + " (lesson)", body,
+        v = H.lesson04_cell()    # as a VARIANTS tuple: fragment double buffering, GROUP 8, 1 block
+        cfg = (v["BM"], v["BN"], v["BK"], v["WM"], v["WN"], v["STAGES"], 1, int(v["EPI"]), 1, 8)
+        c = Candidate("lesson04_hgemm_bf16", "hgemm_bf16", config_str(cfg) + " (lesson)", v["body"],
                       cfg[3] * cfg[4] * 32, cfg[:3])
         c.lesson_cfg = cfg
         out.append(c)
@@ -277,9 +272,8 @@ def candidates(only=None, variants=None) -> list[Candidate]:
     for name, cfg in (variants or VARIANTS).items():
         f = dict(zip(KEYS, full_cfg(cfg)))
         kernel = "hgemm_ws" if f["WS"] else "hgemm_persistent" if f["PERSIST"] else "hgemm_tuned"
-        c = Candidate(name, kernel, cfg, variant_source(cfg), cfg[3] * cfg[4] * 32 + (128 if f["WS"] else 0), cfg[:3])
-        c.persistent = bool(f["PERSIST"])
-        out.append(c)
+        out.append(Candidate(name, kernel, cfg, variant_source(cfg), cfg[3] * cfg[4] * 32 + (128 if f["WS"] else 0),
+                             cfg[:3], persistent=bool(f["PERSIST"])))
     if only:
         out = [c for c in out if any(s in c.name for s in only)]
     return out
@@ -383,11 +377,10 @@ def gpu_main(cands, report, t0):
                       f"(eff {cand.row[f'wave_eff_{n}']:.3f})", flush=True)
                 if n == SIZES[0]:      # and as the grader times it (cool starts, L2 flushed)
                     t, t_ref, ratio = H.timeit_cool(lambda: cand.launch(a, b, c, n, n, n), cublas)
-                    cand.row["graded_frac_4096"] = ratio
-                    cand.row["graded_tflops_4096"] = P.flops(s) / t / 1e12
-                    cand.row["graded_cublas_4096"] = P.flops(s) / t_ref / 1e12
-                    print(f"  {'':40s} graded timing: {P.flops(s) / t / 1e12:7.1f} TFLOP/s, cuBLAS "
-                          f"{P.flops(s) / t_ref / 1e12:7.1f}: {100 * ratio:5.1f}%", flush=True)
+                    g = dict(frac=ratio, tflops=P.flops(s) / t / 1e12, cublas=P.flops(s) / t_ref / 1e12)
+                    cand.row.update({f"graded_{k}_4096": x for k, x in g.items()})
+                    print(f"  {'':40s} graded timing: {g['tflops']:7.1f} TFLOP/s, cuBLAS "
+                          f"{g['cublas']:7.1f}: {100 * ratio:5.1f}%", flush=True)
             except Exception as e:
                 cand.row["errors"].append(f"time {n}: {e!r}"[:300])
         # cuBLAS again at the end: a drifting clock shows as a different number
