@@ -2,37 +2,41 @@
 
     import grader                      # first: picks GPU or simulator before Numba loads
     from grader.problems import elementwise as P
-    grader.check(launch_vector_add, P.vector_add)          # correct?
-    grader.speed(launch_vector_add, P.vector_add, points=1)  # fast? (points for nbgrader)
+    grader.check(launch_vector_add, P.vector_add)            # correct?
+    grader.speed(launch_vector_add, P.vector_add, points=1)  # fast, beside its peer? (points)
 
-check   correctness on fresh random inputs, poisoned outputs, edge sizes (check.py)
-bench   CUDA-event timing, L2 flushed, median and spread, ratio to a peer (bench.py)
-device  the GPU's name, measured ceilings, published peaks (device.py)
-score   a measurement → nbgrader partial credit (score.py); speed() does a whole cell,
-        measure() times a version without grading it
-plot    roofline and perf-vs-size pictures (plot.py)
-cuda_cells  %%cuda cells: CUDA C++ / CuTe compiled with NVRTC, launched on torch tensors
-sass    machine-code rubric of compiled kernels (HMMA, LDSM, HGMMA, …) with no GPU needed
-Command line: ``python -m grader doctor | grade NB | release | scoreboard``.
+check    correctness on fresh random inputs, poisoned outputs, edge sizes      (check.py)
+speed    the graded speed cell; measure / bench / ladder_plot / sweep_plot      (speed.py)
+peers    what a speed is a fraction of, measured in the same run               (peers.py)
+problem  a graded computation: inputs, reference, sizes, peer, targets         (problem.py)
+device   the GPU's name and published peaks                                    (device.py)
+plot     rooflines, ladders, perf-vs-size pictures                             (plot.py)
+cuda     compiled CUDA C++ / CuTe cells: toolchain, %%cuda, launch, SASS       (cuda/)
+sim      Numba's CUDA simulator made safe to grade with                        (sim/)
+judge    grading a submission from outside the learner's process               (judge/)
+
+In a notebook these checks give instant feedback; points come from the judge, which runs none
+of the learner's code in its own process. Command line: ``python -m grader --help``.
 """
-from ._mode import SIMULATOR, gpu_count
+from .backend import SIMULATOR, gpu_count
 
 if SIMULATOR:
     from . import sim as _sim
 
     _sim.install()
 
-from . import cuda_cells, device, plot, sass  # noqa: E402
-from .bench import Measurement, bench  # noqa: E402
-from .check import CheckFailed, Problem, check  # noqa: E402
+from . import cuda, device, peers, plot  # noqa: E402
+from .timing import Measurement  # noqa: E402
+from .check import check  # noqa: E402
+from .errors import CheckFailed  # noqa: E402
+from .problem import Problem  # noqa: E402
 from .score import points_for, speed_points  # noqa: E402
-from .speed import ladder_plot, measure, speed, sweep, sweep_plot  # noqa: E402
-
+from .speed import bench, ladder_plot, measure, speed, sweep, sweep_plot  # noqa: E402
 
 from . import integrity as _integrity  # noqa: E402
 
 _integrity.snapshot()        # before any learner code: what checking and timing rely on
-cuda_cells.register_magic()  # %%cuda NAME cells; does nothing outside IPython
+cuda.register_magic()        # %%cuda NAME cells; does nothing outside IPython
 
 
 def mode() -> str:
@@ -43,6 +47,6 @@ def mode() -> str:
     return f"GPU: {device.info().name}"
 
 
-__all__ = ["SIMULATOR", "gpu_count", "check", "Problem", "CheckFailed", "bench", "Measurement",
-           "speed", "measure", "sweep", "sweep_plot", "ladder_plot", "speed_points", "points_for", "device", "plot", "mode",
-           "cuda_cells", "sass"]
+__all__ = ["SIMULATOR", "gpu_count", "check", "Problem", "CheckFailed", "bench", "Measurement", "speed",
+           "measure", "sweep", "sweep_plot", "ladder_plot", "speed_points", "points_for", "device", "plot",
+           "peers", "mode", "cuda"]

@@ -1,3 +1,4 @@
+"""``python -m grader``: the command line (grader.cli)."""
 import sys
 
 from .cli import main

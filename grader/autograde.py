@@ -19,8 +19,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-CHAPTERS = ["01_elementwise", "02_reduce", "03_gemm", "04_attention", "05_hopper_blackwell"]
+from .paths import CHAPTERS, PACKAGE, chapters_in, repo_root
+
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 SCRATCH_CONFIG = '''\
@@ -37,22 +37,10 @@ apply(c)
 '''
 
 
-def repo_root() -> Path:
-    """The course checkout: the folder holding solutions/ (the package's parent, else the cwd)."""
-    for cand in (REPO, Path.cwd()):
-        if (cand / "solutions").is_dir():
-            return cand
-    raise FileNotFoundError("cannot find the course's solutions/ folder: run from the course checkout")
-
-
-def chapters_in(root: Path) -> list[str]:
-    return [c for c in CHAPTERS if any((root / "solutions" / c).glob("*.ipynb"))]
-
-
 def nbgrader(args: list[str], cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
     full_env = {**os.environ, **(env or {})}
     # the package must be importable from the scratch course's config
-    full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), full_env.get("PYTHONPATH", "")]))
+    full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE.parent), full_env.get("PYTHONPATH", "")]))
     # nbgrader runs `alembic` (its database migrations) as a program: it must be on PATH even
     # when this Python is called by its full path from an environment that was never activated
     full_env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), full_env.get("PATH", "")])

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._mode import SIMULATOR
+from .backend import SIMULATOR
 from .formats import BF16, bf16_to_f32, f32_to_bf16  # noqa: F401  (the host side lives there)
 
 

@@ -1,256 +1,58 @@
 """check: is the learner's kernel right?
 
-A :class:`Problem` says how to make inputs, what the outputs are, and how to
-compute them in float64. :func:`check` runs the learner's *launch function* on
-fresh random inputs for several sizes and compares. Every run:
+:func:`check` runs the learner's *launch function* on fresh random inputs at several sizes and
+compares with the problem's float64 reference. Every run draws a new seed (printed on failure, so
+it can be replayed), fills each output with a recognisable NaN ("poison") inside a poisoned guard
+zone (an element never written, or a write past the end, cannot pass), refuses NaN and inf,
+checks that inputs were left unchanged and that a kernel was launched, and on failure raises
+:class:`CheckFailed` listing the first mismatches and a one-line hint.
 
-* draws a new seed (printed on failure, so a failure can be replayed);
-* fills each output with a recognisable NaN ("poison") so an element the kernel
-  never wrote cannot pass, and pads every array with a guard zone so a write
-  past the end (a missing bounds guard) is caught on the GPU too, where it
-  would not fault;
-* refuses NaN and inf, and checks that inputs were left unchanged;
-* on failure raises :class:`CheckFailed` listing the first mismatches with
-  their indices and a one-line hint.
+It is two halves, so that the judge (grader.judge) can run them in two processes:
 
-The launch function receives device arrays (inputs, then outputs, in the order
-the problem lists them) plus any scalar inputs, and launches the kernel.
+* :func:`run_case` — the device side: inputs to the device, the launch function called (bounded),
+  everything copied back into an :class:`Observation` of host arrays;
+* :func:`verdict` — the comparison, pure NumPy, from the inputs and the reference.
+
+The launch function receives device arrays (inputs, then outputs, in the order the problem lists
+them; Numba arrays or torch tensors as the problem's ``arrays`` says) plus scalar inputs.
 """
 from __future__ import annotations
 
-import math
+import contextlib
 import os
 import secrets
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 
-from ._mode import SIMULATOR
+from . import arrays, launches
+from .compare import compare, describe_size, guard_violation
+from .cuda.toolchain import compute_capability
+from .errors import CheckFailed, KernelTimeout, LibraryCall
+from .backend import SIMULATOR
+from .problem import Problem
 
-GPU_TIMEOUT_S = float(os.environ.get("GRADER_GPU_TIMEOUT", "60"))  # one checked launch on a GPU
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
-GUARD_ELEMENTS = 256  # poisoned elements after every array: writes there are out of bounds
-SHOW_MISMATCHES = 5
-
-# Default (rtol, atol) by output dtype, for results computed once per element in
-# that dtype from exact inputs. Reductions scale these with their length.
-DEFAULT_TOLERANCE = {
-    np.dtype(np.float64): (1e-12, 1e-12),
-    np.dtype(np.float32): (1e-5, 1e-6),
-    np.dtype(np.float16): (1e-3, 1e-4),   # 2^-11 relative rounding, plus fp32 math
-}
+GPU_TIMEOUT_S = float(os.environ.get("GRADER_GPU_TIMEOUT", "60"))   # one checked launch on a GPU
 
 
-@dataclass(frozen=True)
-class Encoded:
-    """A number format NumPy lacks, stored in an unsigned integer dtype of the same width.
-
-    bf16 lives in uint16 (see grader.formats.BF16). An output declared with an Encoded
-    dtype is allocated in ``storage``, poisoned with ``poison`` (a NaN bit pattern no
-    arithmetic produces), and compared as ``decode(stored)`` in float64.
-    """
-
-    name: str
-    storage: str                                  # NumPy dtype the bits live in, e.g. "uint16"
-    decode: Callable[[np.ndarray], np.ndarray]    # stored bits -> float64 values
-    poison: int
-    tolerance: tuple = (0.0, 0.0)                 # default (rtol, atol)
-
-    @property
-    def itemsize(self) -> int:
-        return np.dtype(self.storage).itemsize
-
-    def __str__(self) -> str:
-        return f"{self.name} (stored as {self.storage})"
+def fresh_seed() -> int:
+    return secrets.randbits(31)
 
 
-def storage_dtype(dtype) -> np.dtype:
-    """The NumPy dtype an output of ``dtype`` (a dtype or an Encoded) is stored in."""
-    return np.dtype(dtype.storage) if isinstance(dtype, Encoded) else np.dtype(dtype)
+# ---------------------------------------------------------------- the learner's code failed
+# CUDA errors after which the context is unusable until the process restarts
+_CONTEXT_FATAL = ("ILLEGAL_ADDRESS", "LAUNCH_FAILED", "ILLEGAL_INSTRUCTION", "MISALIGNED_ADDRESS",
+                  "HARDWARE_STACK_ERROR", "CUDA_ERROR_ASSERT", "INVALID_PC", "CONTEXT_IS_DESTROYED")
+_context_lost: str | None = None      # why the CUDA context is unusable, once it is
 
 
-class CheckFailed(AssertionError):
-    """The kernel gave a wrong answer. The message says where and why."""
-
-    def _render_traceback_(self):  # IPython shows this instead of a traceback wall
-        return ["\x1b[31mCheckFailed\x1b[0m: " + str(self)]
-
-
-@dataclass
-class Problem:
-    """A graded computation.
-
-    make_inputs(rng, size) -> dict of named inputs: numpy arrays and scalars.
-    outputs(size, inputs)  -> dict name -> (shape, dtype) of each output.
-    reference(**inputs)    -> dict name -> float64 (or exact) expected outputs.
-    """
-
-    name: str
-    make_inputs: Callable[[np.random.Generator, Any], dict]
-    outputs: Callable[[Any, dict], dict]
-    reference: Callable[..., dict]
-    sizes: list                      # visible test sizes on a GPU
-    sim_sizes: list                  # visible test sizes in the simulator (~10^4 threads)
-    hidden_sizes: list = field(default_factory=list)
-    hidden_sim_sizes: list = field(default_factory=list)
-    tolerance: Callable[[Any, np.dtype], tuple] | None = None
-    hint: str = ""                   # lesson-specific advice shown on a wrong value
-    bytes_moved: Callable[[Any], int] | None = None   # the fewest bytes: each input read once, each output written once
-    flops: Callable[[Any], int] | None = None
-    bench_size: Any = None           # size timed by the speed cell
-    peer: str | None = "copy"        # what speed is a fraction of (see bench.bench)
-    target: float = 1.0              # fraction of the peer that earns full speed points
-    floor: float = 0.0               # fraction at or below which speed earns nothing
-    library_free: bool = False       # refuse host (numpy) and torch computation in the launch (library_guard)
-
-    def __post_init__(self):
-        from .integrity import register_problem
-
-        register_problem(self)   # at the lesson's import, before any learner code runs
-
-    def __setattr__(self, name, value):
-        object.__setattr__(self, name, value)
-        import sys
-
-        from .integrity import is_registered, register_problem
-        if is_registered(self) and sys._getframe(1).f_code.co_filename.startswith(_PACKAGE_DIR):
-            register_problem(self)   # the course's own set-up (e.g. a peer set after creation)
-
-    def tolerances(self, size, dtype) -> tuple:
-        dtype = dtype if isinstance(dtype, Encoded) else np.dtype(dtype)
-        if self.tolerance is not None:
-            return self.tolerance(size, dtype)
-        if isinstance(dtype, Encoded):
-            return dtype.tolerance
-        return DEFAULT_TOLERANCE.get(dtype, (0.0, 0.0))
-
-    def visible_sizes(self) -> list:
-        return self.sim_sizes if SIMULATOR else self.sizes
-
-    def secret_sizes(self) -> list:
-        return self.hidden_sim_sizes if SIMULATOR else self.hidden_sizes
-
-
-# ---------------------------------------------------------------- poison
-def _poison_bits(dtype):
-    """A quiet NaN with a payload no arithmetic produces (ints: the most negative value)."""
-    if isinstance(dtype, Encoded):
-        return np.array(dtype.poison, dtype=dtype.storage)
-    dtype = np.dtype(dtype)
-    if dtype.kind == "f":
-        uint = np.dtype(f"u{dtype.itemsize}")
-        pattern = {2: 0x7E5A, 4: 0x7FC0DEAD, 8: 0x7FF8DEADBEEF0BAD}[dtype.itemsize]
-        return np.array(pattern, dtype=uint)
-    if dtype.kind in "iu":
-        return np.array(np.iinfo(dtype).min, dtype=dtype)
-    raise TypeError(f"cannot poison dtype {dtype}")
-
-
-def poisoned(shape, dtype) -> np.ndarray:
-    """A host array of ``shape`` + guard zone, every element poison. Returns the flat buffer."""
-    n = int(np.prod(shape, dtype=np.int64))
-    bits = _poison_bits(dtype)           # an Encoded format brings its own NaN pattern
-    return np.full(n + GUARD_ELEMENTS, bits, dtype=bits.dtype).view(storage_dtype(dtype))
-
-
-def _is_poison(a: np.ndarray, dtype=None) -> np.ndarray:
-    bits = _poison_bits(a.dtype if dtype is None else dtype)
-    return a.view(bits.dtype) == bits
-
-
-# ---------------------------------------------------------------- device arrays
-def _to_device_padded(host: np.ndarray):
-    """Copy ``host`` to the device inside a larger poisoned buffer; return (buffer, view)."""
-    from numba import cuda
-
-    flat = poisoned(host.shape, host.dtype)
-    flat[: host.size] = host.ravel()
-    d_flat = cuda.to_device(flat)
-    return d_flat, d_flat[: host.size].reshape(host.shape)
-
-
-def _device_output(shape, dtype):
-    from numba import cuda
-
-    d_flat = cuda.to_device(poisoned(shape, dtype))
-    n = int(np.prod(shape, dtype=np.int64))
-    return d_flat, d_flat[:n].reshape(shape)
-
-
-def _describe_size(size) -> str:
-    if isinstance(size, tuple):
-        return "shape=" + "×".join(str(s) for s in size)
-    return f"n={size}"
-
-
-def _fmt(x) -> str:
-    if isinstance(x, (float, np.floating)):
-        return f"{float(x):.7g}"
-    return str(x)
-
-
-# ---------------------------------------------------------------- comparison
-def compare(name: str, got: np.ndarray, want: np.ndarray, rtol: float, atol: float,
-            dtype=None) -> list[str]:
-    """Return failure lines (empty if ``got`` matches ``want``).
-
-    dtype: an :class:`Encoded` format when ``got`` holds its stored bits (compared decoded).
-    """
-    if got.shape != want.shape:
-        return [f"`{name}` has shape {got.shape}, expected {want.shape}"]
-    unwritten = _is_poison(got, dtype)
-    if isinstance(dtype, Encoded):
-        got = dtype.decode(got)
-    if got.dtype.kind == "f":
-        g = got.astype(np.float64)
-        bad = ~np.isfinite(g) | ~(np.abs(g - want) <= atol + rtol * np.abs(want))
-    else:
-        g = got
-        bad = got != want
-    if not bad.any():
-        return []
-    idx = np.argwhere(bad)
-    n_bad, n = int(bad.sum()), bad.size
-    lines = [f"`{name}`: {n_bad} of {n} elements wrong ({100.0 * n_bad / n:.3g}%)"]
-    for i in idx[:SHOW_MISMATCHES]:
-        i = tuple(int(k) for k in i)
-        where = i[0] if len(i) == 1 else i
-        got_s = "never written" if unwritten[i] else _fmt(got[i])
-        lines.append(f"    at {where}: got {got_s}, expected {_fmt(want[i])}")
-    if n_bad > SHOW_MISMATCHES:
-        lines.append(f"    … and {n_bad - SHOW_MISMATCHES} more")
-    lines.append("hint: " + _hint(bad, unwritten, got))
-    return lines
-
-
-def _hint(bad: np.ndarray, unwritten: np.ndarray, got: np.ndarray) -> str:
-    flat_bad, flat_unw = bad.ravel(), unwritten.ravel()
-    n = flat_bad.size
-    if flat_unw.all():
-        return ("no element was written. Did the launch function launch the kernel "
-                "(kernel[blocks, threads](...)) and does the kernel store into the output?")
-    if flat_unw.any() and np.array_equal(flat_bad, flat_unw):
-        first = int(np.argmax(flat_unw))
-        if flat_unw[first:].all():
-            return (f"the last {n - first} elements were never written: the grid does not cover "
-                    "the whole array. Round the block count up: (n + threads - 1) // threads.")
-        return (f"{int(flat_unw.sum())} elements were never written (the first at flat index {first}): "
-                "check how each thread computes its index and that every index is covered.")
-    if got.dtype.kind == "f" and not np.isfinite(got.astype(np.float64)[bad & ~unwritten]).all():
-        return "the kernel produced NaN or inf: look for a read of an element nothing wrote, or an overflow."
-    return "values are wrong where written: check the formula, the index each thread uses, and the dtype of the math."
-
-
-# ---------------------------------------------------------------- running
-def _explain_exception(exc: BaseException) -> str:
-    from .sim import KernelTimeout
-
+def explain(exc: BaseException) -> str:
+    """One message for an exception raised by the learner's launch function."""
+    global _context_lost
     text = f"{type(exc).__name__}: {exc}"
-    from .library_guard import LibraryCall
-
     if isinstance(exc, LibraryCall):
         return f"refused: {exc}"
     if isinstance(exc, NotImplementedError):
@@ -261,7 +63,6 @@ def _explain_exception(exc: BaseException) -> str:
         return (text + "\nhint: a thread indexed outside an array. Threads past the end of the data "
                 "must do nothing: guard with `if i < n:`.")
     if any(k in text.upper() for k in _CONTEXT_FATAL) or "illegal memory access" in text:
-        global _context_lost
         _context_lost = _context_lost or text.splitlines()[0][:200]
         return (text + "\nhint: a thread read or wrote outside an array. The CUDA context is now "
                 "unusable (every later GPU cell fails): restart the kernel after fixing the bounds guard.")
@@ -272,12 +73,6 @@ def _explain_exception(exc: BaseException) -> str:
     return text
 
 
-# CUDA errors after which the context is unusable until the process restarts
-_CONTEXT_FATAL = ("ILLEGAL_ADDRESS", "LAUNCH_FAILED", "ILLEGAL_INSTRUCTION", "MISALIGNED_ADDRESS",
-                  "HARDWARE_STACK_ERROR", "CUDA_ERROR_ASSERT", "INVALID_PC", "CONTEXT_IS_DESTROYED")
-_context_lost: str | None = None      # why the CUDA context is unusable, once it is
-
-
 def refuse_if_context_lost() -> None:
     """Later graded cells fail at once, with the reason, instead of a CUDA traceback (or a hang)."""
     if _context_lost:
@@ -286,18 +81,15 @@ def refuse_if_context_lost() -> None:
 
 
 def wait_for_gpu(name: str = "the launch function") -> None:
-    """cuda.synchronize(), bounded on a GPU: a kernel that never returns raises KernelTimeout.
+    """Synchronize, bounded on a GPU: a kernel that never returns raises KernelTimeout.
 
     The kernel cannot be stopped from the host (only ending the process does), so the context is
-    then marked unusable and later graded cells fail at once with a message saying to restart.
-    """
+    then marked unusable and later checks fail at once saying to restart."""
     from numba import cuda
 
     if SIMULATOR:                 # simulated launches are bounded by grader.sim
         cuda.synchronize()
         return
-    from .sim import KernelTimeout
-
     global _context_lost
     done = cuda.event(timing=False)
     done.record()
@@ -313,114 +105,140 @@ def wait_for_gpu(name: str = "the launch function") -> None:
     cuda.synchronize()
 
 
-def run_once(launch: Callable, problem: Problem, size, seed: int) -> list[str]:
-    """Run ``launch`` once at ``size``; return failure lines (empty on success)."""
-    from numba import cuda
+# ---------------------------------------------------------------- one run
+@dataclass
+class Observation:
+    """What one run of a launch function left behind, as host arrays (all the judge needs)."""
+    outputs: dict = field(default_factory=dict)    # name -> flat buffer with its guard zone (storage dtype)
+    inputs_changed: list = field(default_factory=list)
+    launched: bool = False
+    returned: bool = False                        # the launch function returned a value
+    error: str | None = None                      # its exception, explained
 
-    rng = np.random.default_rng(seed)
-    inputs = problem.make_inputs(rng, size)
-    out_spec = problem.outputs(size, inputs)
-    want = problem.reference(**inputs)
 
-    dev_in, padded_in = {}, {}
-    for k, v in inputs.items():
-        if isinstance(v, np.ndarray):
-            padded_in[k], dev_in[k] = _to_device_padded(v)
-        else:
-            dev_in[k] = v
-    dev_out, padded_out = {}, {}
-    for k, (shape, dtype) in out_spec.items():
-        padded_out[k], dev_out[k] = _device_output(shape, dtype)
-
-    if problem.library_free:
-        from .library_guard import guard
-        guarded = guard(tuple(dev_out.values()))
-    else:
-        import contextlib
-        guarded = contextlib.nullcontext()
+def run_case(launch: Callable, problem: Problem, size, inputs: dict) -> Observation:
+    """Run ``launch`` once on ``inputs`` (made at ``size``) on the device; copy everything back."""
     from . import integrity
 
-    integrity.count_launches()
-    launches = integrity.launch_count()
-    try:
-        with warnings.catch_warnings(), guarded:
-            warnings.simplefilter("ignore")   # performance advice must not reach stderr
-            returned = launch(*dev_in.values(), *dev_out.values())
-            wait_for_gpu(getattr(launch, "__name__", "the launch function"))
-    except Exception as exc:  # the learner's code failed: say how, in one place
-        return [_explain_exception(exc)]
-    integrity.verify(problem)      # the launch function may have patched the checks it is about to meet
-    launched = integrity.launch_count() > launches
-    if returned is not None:
-        return ["the launch function returned a value: it should write into the output "
-                "array(s) it is given and return nothing."]
-
-    failures = []
-    for k, (shape, dtype) in out_spec.items():
-        flat = padded_out[k].copy_to_host()
-        n = int(np.prod(shape, dtype=np.int64))
-        got = flat[:n].reshape(shape)
-        if not _is_poison(flat[n:], dtype).all():
-            first = n + int(np.argmin(_is_poison(flat[n:], dtype)))
-            failures.append(
-                f"`{k}`: the kernel wrote past the end of the array (flat index {first}, size {n}). "
-                "Threads beyond the data must do nothing: guard with `if i < n:`.")
-            continue
-        rtol, atol = problem.tolerances(size, dtype)
-        failures += compare(k, got, np.asarray(want[k]), rtol, atol, dtype=dtype)
+    kind = problem.arrays
+    padded_in, dev_in = {}, {}
     for k, v in inputs.items():
         if isinstance(v, np.ndarray):
-            after = padded_in[k].copy_to_host()[: v.size].reshape(v.shape)
-            if not np.array_equal(after.view(np.uint8), v.view(np.uint8)):
-                failures.append(f"input `{k}` was modified: kernels here must only write their outputs.")
-    if not failures and not launched:     # right, but not computed by a kernel of the learner's
+            padded_in[k], dev_in[k] = arrays.upload(v, kind)
+        else:
+            dev_in[k] = v
+    out_spec = problem.outputs(size, inputs)
+    padded_out, dev_out = {}, {}
+    for k, (shape, dtype) in out_spec.items():
+        padded_out[k], dev_out[k] = arrays.output(shape, dtype, kind)
+    if problem.library_free:
+        from .library_guard import guard
+
+        guarded = guard(tuple(dev_out.values()))
+    else:
+        guarded = contextlib.nullcontext()
+    integrity.count_launches()
+    before = launches.launch_count()
+    obs = Observation()
+    try:
+        with warnings.catch_warnings(), guarded:
+            warnings.simplefilter("ignore")       # performance advice must not reach stderr
+            returned = launch(*dev_in.values(), *dev_out.values())
+            wait_for_gpu(getattr(launch, "__name__", "the launch function"))
+    except Exception as exc:                      # the learner's code failed: say how, in one place
+        obs.error = explain(exc)
+        return obs
+    obs.launched = launches.launch_count() > before
+    obs.returned = returned is not None
+    for k, (shape, dtype) in out_spec.items():
+        obs.outputs[k] = arrays.to_host(padded_out[k], dtype)
+    for k, v in inputs.items():
+        if isinstance(v, np.ndarray):
+            after = arrays.to_host(padded_in[k], v.dtype)[: v.size]
+            if not np.array_equal(after.view(np.uint8), v.ravel().view(np.uint8)):
+                obs.inputs_changed.append(k)
+    return obs
+
+
+def verdict(problem: Problem, size, inputs: dict, obs: Observation, want: dict | None = None) -> list[str]:
+    """Failure lines for one run (empty: right). ``want`` is the reference, computed if not given."""
+    if obs.error:
+        return [obs.error]
+    if obs.returned:
+        return ["the launch function returned a value: it should write into the output "
+                "array(s) it is given and return nothing."]
+    want = problem.reference(**inputs) if want is None else want
+    failures = []
+    for k, (shape, dtype) in problem.outputs(size, inputs).items():
+        n = int(np.prod(shape, dtype=np.int64))
+        flat = obs.outputs.get(k)
+        if flat is None or flat.size < n:
+            failures.append(f"`{k}`: no output came back")
+            continue
+        past_end = guard_violation(k, flat, n, dtype)
+        if past_end:
+            failures.append(past_end)
+            continue
+        rtol, atol = problem.tolerances(size, dtype)
+        failures += compare(k, flat[:n].reshape(shape), np.asarray(want[k]), rtol, atol, dtype=dtype)
+    failures += [f"input `{k}` was modified: kernels here must only write their outputs."
+                 for k in obs.inputs_changed]
+    if not failures and not obs.launched:        # right, but not computed by a kernel of the learner's
         failures.append("no kernel was launched: the launch function must launch your kernel "
                         "(kernel[blocks, threads](...)). An answer computed on the host (NumPy, torch, "
                         "copy_to_device) earns no points.")
     return failures
 
 
-def fresh_seed() -> int:
-    return secrets.randbits(31)
+def failure_message(problem: Problem, size, seed: int, failures: list[str], hidden: bool) -> str:
+    where = "a hidden test" if hidden else problem.name
+    hint = f"\n{problem.hint}" if problem.hint and not failures[0].startswith("not implemented") else ""
+    return f"{where} failed at {describe_size(size)} (seed {seed}):\n" + "\n".join(failures) + hint
+
+
+def sizes_for(problem: Problem, sizes=None, hidden: bool = False) -> tuple:
+    if sizes is not None:
+        return tuple(sizes)
+    return problem.hidden(SIMULATOR) if hidden else problem.visible(SIMULATOR)
+
+
+def not_here(problem: Problem) -> str | None:
+    """Why this machine cannot run the problem's kernel (None: it can)."""
+    return problem.unavailable(SIMULATOR, None if SIMULATOR else compute_capability())
 
 
 def check(launch: Callable, problem: Problem, sizes: list | None = None, seed: int | None = None,
-          hidden: bool = False, quiet: bool = False, gpu_only: bool = False) -> float | None:
+          hidden: bool = False, quiet: bool = False) -> float | None:
     """Check ``launch`` on ``problem`` at each size; raise CheckFailed on the first wrong size.
 
-    sizes   defaults to the problem's visible sizes (simulator sizes without a GPU);
-            ``hidden=True`` uses its hidden sizes instead.
-    seed    defaults to a fresh random seed per size.
-    gpu_only  for kernels the simulator cannot run (compiled CUDA C++ cells): without a
-            GPU print "not graded: no GPU" and return 0.0 (nbgrader's partial credit: the
-            cell earns nothing, without an error). With a GPU it checks as usual and
-            returns None (a cell that does not fail earns its points).
+    sizes   defaults to the problem's visible sizes (simulator sizes without a GPU); ``hidden=True``
+            uses its hidden sizes instead. seed: defaults to a fresh random seed per size.
+    Where the kernel cannot run (a compiled kernel without a GPU, a Hopper kernel elsewhere) it
+    prints why and returns 0.0 (nbgrader's partial credit: nothing earned, no error).
     """
     __tracebackhide__ = True
-    if gpu_only and SIMULATOR:
-        print(f"{problem.name}: correctness not graded: no GPU (a compiled CUDA kernel needs one to run). "
-              "Run this notebook on a CUDA GPU for these points.")
+    why = not_here(problem)
+    if why:
+        print(f"{problem.name}: correctness not graded: {why}.")
         return 0.0
     from .integrity import GraderModified, verify
 
     refuse_if_context_lost()
     verify(problem)
-    if sizes is None:
-        sizes = problem.secret_sizes() if hidden else problem.visible_sizes()
-    for size in sizes:
+    for size in sizes_for(problem, sizes, hidden):
         s = fresh_seed() if seed is None else seed
+        inputs = problem.make_inputs(np.random.default_rng(s), size)
         try:
-            failures = run_once(launch, problem, size, s)
+            obs = run_case(launch, problem, size, inputs)
+            verify(problem)                      # the launch function may have patched the checks
+            failures = verdict(problem, size, inputs, obs)
         except GraderModified:
             raise
-        except Exception as exc:   # e.g. a CUDA error surfacing in a copy after the launch
-            failures = [_explain_exception(exc)]
+        except Exception as exc:                 # e.g. a CUDA error surfacing in a copy after the launch
+            failures = [explain(exc)]
         if failures:
-            where = "a hidden test" if hidden else problem.name
-            raise CheckFailed(
-                f"{where} failed at {_describe_size(size)} (seed {s}):\n" + "\n".join(failures)
-                + (f"\n{problem.hint}" if problem.hint and not failures[0].startswith("not implemented") else ""))
+            raise CheckFailed(failure_message(problem, size, s, failures, hidden))
     if not quiet:
-        mode = " (simulator)" if SIMULATOR else ""
-        label = "hidden sizes" if hidden else ", ".join(_describe_size(s) for s in sizes)
-        print(f"✓ {problem.name} correct{mode}: {label}")
+        label = "hidden sizes" if hidden else ", ".join(describe_size(s) for s in sizes_for(problem, sizes))
+        print(f"✓ {problem.name} correct{' (simulator)' if SIMULATOR else ''}: {label}")
+    return None

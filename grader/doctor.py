@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import importlib
-import shutil
 import sys
 
 
@@ -16,20 +15,17 @@ def _version(mod: str) -> str | None:
 
 def checks() -> list[tuple[str, bool, str, str]]:
     """(item, ok, what was found, how to fix) rows."""
-    from . import _mode
+    from . import backend as mode
+    from .cuda import toolchain
 
     rows = []
-    n = _mode.gpu_count()
-    rows.append(("GPU", True, f"{n} CUDA device(s)" if n else "none: lessons run in the simulator, speed is not graded",
-                 "No GPU: lessons run in the simulator; speed cells score 0. Use a machine with an "
-                 "NVIDIA GPU and driver for speed."))
-    drv = ""
-    if n:
-        import ctypes
-
-        v = ctypes.c_int(0)
-        ctypes.CDLL("libcuda.so.1").cuDriverGetVersion(ctypes.byref(v))
-        drv = f"CUDA {v.value // 1000}.{v.value % 1000 // 10}"
+    n = toolchain.gpu_count()
+    cc = toolchain.compute_capability()
+    gpu = (f"{n} CUDA device(s), compute capability {cc[0]}.{cc[1]} ({toolchain.arch_for(cc)})" if n
+           else "none: lessons run in the simulator, speed is not graded")
+    rows.append(("GPU", True, gpu, "No GPU: lessons run in the simulator; speed cells score 0. Use a machine "
+                 "with an NVIDIA GPU and driver for speed."))
+    drv = toolchain.driver_version() or ""
     rows.append(("driver", bool(drv) or n == 0, drv or "not needed without a GPU",
                  "Install an NVIDIA driver matching CUDA 12.8+ (nvidia-smi should list the GPU)."))
     rows.append(("python", sys.version_info >= (3, 10), sys.version.split()[0], "Python 3.10 or newer."))
@@ -41,55 +37,27 @@ def checks() -> list[tuple[str, bool, str, str]]:
                      ("nbgrader", "pip install nbgrader"), ("matplotlib", "pip install matplotlib")]:
         v = _version(mod)
         rows.append((mod, v is not None, v or "missing", fix))
-    rows.append(("simulator", _mode.SIMULATOR or n > 0,
-                 "active (NUMBA_ENABLE_CUDASIM=1)" if _mode.SIMULATOR else "off: kernels run on the GPU",
+    rows.append(("simulator", mode.SIMULATOR or n > 0,
+                 "active (NUMBA_ENABLE_CUDASIM=1)" if mode.SIMULATOR else "off: kernels run on the GPU",
                  "Set NUMBA_ENABLE_CUDASIM=1 before importing numba."))
     nvrtc = _version("cuda.core")
     rows.append(("cuda.core (NVRTC)", nvrtc is not None, nvrtc or "missing",
                  "pip install cuda-core cuda-bindings nvidia-cuda-nvrtc (compiled CUDA C++ cells)."))
-    nvcc = shutil.which("nvcc")
+    rows.append(("compile target", True, toolchain.default_arch() + ("" if n else " (no GPU: Hopper, to inspect its SASS)"),
+                 "Set GRADER_CUDA_ARCH to compile for another architecture."))
+    nvcc = toolchain.tool_path("nvcc")
     rows.append(("nvcc", True, nvcc or "not found (optional: NVRTC compiles cells)",
                  "Optional: install the CUDA toolkit for the nvcc fallback."))
-    cutlass = _cutlass_include()
-    rows.append(("CUTLASS headers", cutlass is not None, cutlass or "missing",
+    cutlass = toolchain.cutlass_include_dir()
+    rows.append(("CUTLASS headers", cutlass is not None, str(cutlass) if cutlass else "missing",
                  "pip install nvidia-cutlass (CuTe lessons)."))
-    cuobjdump = _cuobjdump()
+    cuobjdump = toolchain.tool_path("cuobjdump")
     rows.append(("cuobjdump", cuobjdump is not None, cuobjdump or "missing",
-                 "pip install nvidia-cuda-cuobjdump (SASS checks of compiled cells)."))
+                 "pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm (SASS checks of compiled cells)."))
     torch = _version("torch")
     rows.append(("torch", True, torch or "not installed (optional: library peers on a GPU)",
                  "Optional on a GPU: pip install torch for the torch/cuBLAS peers."))
     return rows
-
-
-def _cutlass_include() -> str | None:
-    try:
-        import cutlass_library  # noqa: F401  (nvidia-cutlass wheel)
-    except Exception:
-        pass
-    import importlib.util
-    from pathlib import Path
-
-    for name in ("cutlass_library", "cutlass"):
-        spec = importlib.util.find_spec(name)
-        if spec and spec.origin:
-            for parent in Path(spec.origin).parents:
-                for cand in parent.glob("**/include/cute/tensor.hpp"):
-                    return str(cand.parent.parent)
-                if parent.name == "site-packages":
-                    break
-    return None
-
-
-def _cuobjdump() -> str | None:
-    import importlib.util
-    from pathlib import Path
-
-    spec = importlib.util.find_spec("nvidia")
-    for base in (spec.submodule_search_locations or []) if spec else []:
-        for cand in Path(base).glob("**/bin/cuobjdump"):
-            return str(cand)
-    return shutil.which("cuobjdump")
 
 
 def report() -> tuple[str, bool]:

@@ -12,9 +12,38 @@ decode and compare a uint16 output as bf16.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Callable
+
 import numpy as np
 
-from .check import Encoded
+
+@dataclass(frozen=True)
+class Encoded:
+    """A number format NumPy lacks, stored in an unsigned integer dtype of the same width.
+
+    bf16 lives in uint16 (see :data:`BF16`). An output declared with an Encoded dtype is
+    allocated in ``storage``, poisoned with ``poison`` (a NaN bit pattern no arithmetic
+    produces), and compared as ``decode(stored)`` in float64.
+    """
+
+    name: str
+    storage: str                                  # NumPy dtype the bits live in, e.g. "uint16"
+    decode: Callable[[np.ndarray], np.ndarray]    # stored bits -> float64 values
+    poison: int
+    tolerance: tuple = (0.0, 0.0)                 # default (rtol, atol)
+
+    @property
+    def itemsize(self) -> int:
+        return np.dtype(self.storage).itemsize
+
+    def __str__(self) -> str:
+        return f"{self.name} (stored as {self.storage})"
+
+
+def storage_dtype(dtype) -> np.dtype:
+    """The NumPy dtype an output of ``dtype`` (a dtype or an Encoded) is stored in."""
+    return np.dtype(dtype.storage) if isinstance(dtype, Encoded) else np.dtype(dtype)
 
 
 def bf16_to_f32(bits: np.ndarray) -> np.ndarray:
@@ -41,4 +70,4 @@ def bf16_to_f64(bits: np.ndarray) -> np.ndarray:
 BF16 = Encoded(name="bf16", storage="uint16", decode=bf16_to_f64, poison=0x7FDA,
                tolerance=(2.0**-7, 1e-6))
 
-__all__ = ["BF16", "bf16_to_f32", "f32_to_bf16", "bf16_to_f64"]
+__all__ = ["Encoded", "storage_dtype", "BF16", "bf16_to_f32", "f32_to_bf16", "bf16_to_f64"]

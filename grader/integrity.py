@@ -1,7 +1,8 @@
-"""integrity: the checks a learner's code cannot quietly switch off (within reason).
+"""integrity: in-notebook checks a learner's code cannot quietly switch off (within reason).
 
-A graded notebook runs the learner's cells and the grader in one Python process, so
-nothing in-process is tamper-proof. What this module catches:
+Advisory: points come from the judge (grader.judge), which runs no learner code. In the notebook
+the learner's cells and the grader share one Python process, so nothing here is tamper-proof;
+it catches honest mistakes and casual patches early, for instant feedback:
 
 * **No kernel launched.** Every top-level kernel launch (Numba on a GPU, Numba's
   simulator, ``%%cuda`` kernels) is counted; ``check`` fails a launch function that
@@ -10,50 +11,32 @@ nothing in-process is tamper-proof. What this module catches:
 * **A patched grader.** At ``import grader`` (the lesson's first cell, before any
   learner code) we record the functions checking and timing rely on -- the grader's
   own, and ``time``, ``secrets``, NumPy's and Numba's that they call -- with their
-  code objects and defaults, and each Problem's fields when it is created. ``verify``
+  code objects and defaults, and each course Problem's fields when first checked. ``verify``
   (run by ``check`` and ``speed`` after the learner's launch function returns) raises
   :class:`GraderModified` naming what changed.
 
-What it does not catch is in the README ("What the grader does not catch"): a cell
-that rebinds the name ``grader`` or replaces ``grader.check`` itself is never reached
-by this code; that is flagged outside the learner's process by
-``grader.nbgrader_settings.FlagTampering``, which reads the submission's source.
+What it cannot catch (a cell that rebinds ``grader`` or replaces ``grader.check`` itself never
+reaches this code) does not matter for points: the judge grades from its own process.
 """
 from __future__ import annotations
 
 import sys
 
-from .check import CheckFailed
+from .errors import GraderModified
+from .launches import launch_count, note_launch  # noqa: F401  (check reads the count here)
 
-_launches = 0
 _counting = False
 _recorded: dict = {}          # (owner name, attribute) -> (object, code, defaults, kwdefaults)
 _problems: dict = {}          # id(problem) -> (problem, fingerprint)
 
 
-class GraderModified(CheckFailed):
-    """Something the grader relies on was replaced or changed in this notebook."""
-
-    def _render_traceback_(self):
-        return ["\x1b[31mGraderModified\x1b[0m: " + str(self)]
-
-
 # ---------------------------------------------------------------- launch counting
-def note_launch() -> None:
-    global _launches
-    _launches += 1
-
-
-def launch_count() -> int:
-    return _launches
-
-
 def count_launches() -> None:
     """Count Numba launches on a real GPU (the simulator and %%cuda kernels count themselves)."""
     global _counting
     if _counting:
         return
-    from ._mode import SIMULATOR
+    from .backend import SIMULATOR
 
     if not SIMULATOR:
         from numba.cuda.dispatcher import _LaunchConfiguration
@@ -97,11 +80,11 @@ def snapshot() -> None:
     from importlib import import_module
 
     # the modules (grader.check and grader.speed are also the names of the verbs)
-    check, speed, bench, score = (import_module(f"grader.{m}") for m in ("check", "speed", "bench", "score"))
+    mods = [import_module(f"grader.{m}") for m in ("check", "speed", "timing", "score", "compare", "arrays", "peers")]
     grader = sys.modules["grader"]
     _watch(grader, "grader", ["check", "speed", "measure", "bench", "points_for", "speed_points",
                               "CheckFailed", "Problem"])
-    for mod in (check, speed, bench, score, sys.modules[__name__]):
+    for mod in (*mods, sys.modules[__name__]):
         names = [k for k, v in vars(mod).items() if callable(v) and not k.startswith("__")]
         _watch(mod, mod.__name__, names)
     _watch(time, "time", ["perf_counter", "perf_counter_ns", "time", "monotonic", "sleep"])
@@ -119,12 +102,19 @@ def _numba_watch() -> None:
                                     "event_elapsed_time"])
 
 
-def register_problem(problem) -> None:
+def trust(problem) -> None:
+    """Accept a problem built outside grader.problems (a test's variant) from now on."""
     _problems[id(problem)] = (problem, _fingerprint(problem))
 
 
-def is_registered(problem) -> bool:
-    return id(problem) in _problems
+def record_problems(namespace: dict) -> None:
+    """Record the fields of every Problem a grader.problems module defines, as it is imported
+    (by the lesson's setup cell, before any learner code)."""
+    from .problem import Problem
+
+    for value in list(namespace.values()):
+        if isinstance(value, Problem):
+            trust(value)
 
 
 def _fingerprint(problem) -> tuple:

@@ -24,9 +24,7 @@ from __future__ import annotations
 import contextlib
 import sys
 
-
-class LibraryCall(RuntimeError):
-    """The launch function computed on the host or through a library, not with a kernel."""
+from .errors import LibraryCall
 
 
 def _refuse(what: str):
@@ -49,7 +47,7 @@ def _patched(obj, name, replacement):
 
 
 def _numba_patches(stack: contextlib.ExitStack, outputs: tuple):
-    from ._mode import SIMULATOR
+    from .backend import SIMULATOR
 
     out_ids = {id(o) for o in outputs}
 

@@ -5,7 +5,9 @@ perf_vs_size  GB/s (or TFLOP/s) against problem size for several versions and th
 ladder        every version as a fraction of its peer, one bar each
 chapter_ladder  a whole chapter's versions from one measurement run (results/<chapter>/*.json)
 
-Each returns the matplotlib Figure (notebooks display it; tests save it).
+Each returns a matplotlib Figure made without pyplot, so a notebook shows it exactly once: as
+the cell's result when the call is the cell's last line (pyplot would draw it a second time).
+Tests and scripts save it with ``fig.savefig``.
 """
 from __future__ import annotations
 
@@ -14,16 +16,23 @@ import math
 import numpy as np
 
 
-def _plt():
-    import matplotlib.pyplot as plt
+def subplots(nrows: int = 1, ncols: int = 1, **kw):
+    """(Figure, axes) like pyplot.subplots, but the figure belongs to no pyplot state."""
+    from matplotlib.figure import Figure
 
-    return plt
+    fig = Figure(figsize=kw.pop("figsize", None))
+    return fig, fig.subplots(nrows, ncols, **kw)
+
+
+def _cmap(name: str):
+    import matplotlib
+
+    return matplotlib.colormaps[name]
 
 
 def roofline(points: list, mem_GBps: float, peak_TFLOPs: float, title: str = "Roofline", ax=None):
     """points: (label, FLOP per byte, achieved GFLOP/s). Ceilings from measured or published figures."""
-    plt = _plt()
-    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(6.5, 4.2))
+    fig, ax = (ax.figure, ax) if ax is not None else subplots(figsize=(6.5, 4.2))
     ridge = peak_TFLOPs * 1e3 / mem_GBps
     xs = np.logspace(-3, 3, 200)
     ax.loglog(xs, np.minimum(xs * mem_GBps, peak_TFLOPs * 1e3), "k-", lw=1.5)
@@ -45,8 +54,7 @@ def perf_vs_size(series: dict, unit: str = "GB/s", ceiling: float | None = None,
                  ceiling_label: str = "copy bandwidth", title: str = "", ax=None,
                  xlabel: str = "problem size (elements)"):
     """series: label -> list of (x, value), x a size by default. A dashed line marks the peer's ceiling."""
-    plt = _plt()
-    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(6.5, 4.2))
+    fig, ax = (ax.figure, ax) if ax is not None else subplots(figsize=(6.5, 4.2))
     for label, pts in series.items():
         pts = sorted(pts)
         ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label=label)
@@ -64,8 +72,7 @@ def perf_vs_size(series: dict, unit: str = "GB/s", ceiling: float | None = None,
 
 def ladder(rows: list, title: str = "% of the peer", target: float | None = None, ax=None):
     """rows: (label, fraction of peer). A vertical line marks the target."""
-    plt = _plt()
-    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(6.5, 1.6 + 0.45 * len(rows)))
+    fig, ax = (ax.figure, ax) if ax is not None else subplots(figsize=(6.5, 1.6 + 0.45 * len(rows)))
     labels = [r[0] for r in rows]
     vals = [100 * r[1] if r[1] is not None and math.isfinite(r[1]) else 0 for r in rows]
     ax.barh(labels, vals, color="tab:blue")
@@ -87,20 +94,20 @@ def chapter_ladder(report, title: str | None = None):
     for CUDA-core kernels, cuBLAS bf16 for tensor-core ones), all from one run.
 
     report: {"device", "date", "rows": [{"size", "label", "fraction", "peer", "goal"}, ...]} as
-    tests/gpu/measure_ch03.py writes it, or the path of such a JSON file (relative: to the checkout). Graded versions show their goal as a red tick."""
+    dev/ch03_gemm/measure.py writes it, or the path of such a JSON file (relative: to the checkout). Graded versions show their goal as a red tick."""
     if not isinstance(report, dict):      # a path, relative to the course checkout
         import json
         from pathlib import Path
 
-        from .autograde import repo_root
+        from .paths import repo_root
+
         path = Path(report) if Path(report).is_absolute() else repo_root() / report
         report = json.loads(path.read_text())
         print(f"Recorded on {report['device']} ({report['date']}), every version in one run "
-              f"(re-measure on your GPU: python tests/gpu/measure_ch03.py).")
-    plt = _plt()
+              f"(re-measure on your GPU: python dev/ch03_gemm/measure.py).")
     sizes = list(dict.fromkeys(r["size"] for r in report["rows"]))
     labels = list(dict.fromkeys(r["label"] for r in report["rows"]))
-    fig, axes = plt.subplots(1, len(sizes), sharey=True, squeeze=False,
+    fig, axes = subplots(1, len(sizes), sharey=True, squeeze=False,
                              figsize=(4.2 * len(sizes) + 2.5, 1.4 + 0.38 * len(labels)))
     for ax, size in zip(axes[0], sizes):
         by_label = {r["label"]: r for r in report["rows"] if r["size"] == size}
@@ -119,8 +126,11 @@ def chapter_ladder(report, title: str | None = None):
         ax.set_title(size, fontsize=10)
         ax.set_xlabel("% of cuBLAS (same run)")
     axes[0][0].invert_yaxis()
-    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in ("tab:blue", "tab:orange")]
-    handles.append(plt.Line2D([0], [0], color="tab:red", lw=2))
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Rectangle
+
+    handles = [Rectangle((0, 0), 1, 1, color=c) for c in ("tab:blue", "tab:orange")]
+    handles.append(Line2D([0], [0], color="tab:red", lw=2))
     fig.legend(handles, ["vs cuBLAS fp32 (TF32 off)", "vs cuBLAS bf16", "goal (graded version)"],
                loc="lower center", ncol=3, fontsize=8, frameon=False)
     fig.suptitle(title or f"The chapter's ladder: {report['device']}, {report['date']}", fontsize=11)
@@ -135,13 +145,12 @@ def grid_diagram(n: int, threads_per_block: int, blocks: int | None = None, titl
     rounded up to whole blocks) and must do nothing, which is what the bounds
     guard ``if i < n`` is for.
     """
-    plt = _plt()
     from matplotlib.patches import Rectangle
 
     blocks = blocks if blocks is not None else -(-n // threads_per_block)
     total = blocks * threads_per_block
-    fig, ax = plt.subplots(figsize=(min(12, 0.42 * total + 1.5), 2.3))
-    colors = plt.get_cmap("tab10")
+    fig, ax = subplots(figsize=(min(12, 0.42 * total + 1.5), 2.3))
+    colors = _cmap("tab10")
     for i in range(total):
         b, t = divmod(i, threads_per_block)
         idle = i >= n
@@ -172,7 +181,6 @@ def warp_sectors(patterns: dict, sector_bytes: int = 32, word_bytes: int = 4, ti
     row of words, the words a thread asked for shaded: a coalesced pattern fills a few sectors,
     a strided one fetches a whole sector per thread and uses one word of it.
     """
-    plt = _plt()
     from matplotlib.patches import Rectangle
 
     words = sector_bytes // word_bytes
@@ -182,9 +190,9 @@ def warp_sectors(patterns: dict, sector_bytes: int = 32, word_bytes: int = 4, ti
         sectors = np.unique(addrs // sector_bytes)
         rows.append((label, addrs, sectors))
     most = max(len(s) for _, _, s in rows)
-    fig, axes = plt.subplots(len(rows), 1, figsize=(min(13, 1.5 + 0.36 * most * words / 8 * 2), 1.25 * len(rows) + 0.4))
+    fig, axes = subplots(len(rows), 1, figsize=(min(13, 1.5 + 0.36 * most * words / 8 * 2), 1.25 * len(rows) + 0.4))
     axes = np.atleast_1d(axes)
-    cmap = plt.get_cmap("viridis")
+    cmap = _cmap("viridis")
     for ax, (label, addrs, sectors) in zip(axes, rows):
         where = {int(s): k for k, s in enumerate(sectors)}
         for k in range(len(sectors)):

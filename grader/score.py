@@ -7,7 +7,7 @@ cell's numeric result as partial credit. The rule is linear:
     fraction ≥ full   → all points, where full = target × (1 − NOISE)
     in between        → points × (fraction − floor) / (full − floor), rounded to 0.01
 
-NOISE (3 %) is the run-to-run spread of a graded figure on one GPU (tests/gpu/noise.py
+NOISE (3 %) is the run-to-run spread of a graded figure on one GPU (dev/integrity/noise.py
 measures it): a result within the noise below the target earns the full points, so
 re-running a kernel that meets the target cannot take its point away. The rule is
 continuous -- no step anywhere -- so a result near any boundary moves by at most
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 
-from .bench import Measurement
+from .timing import Measurement
 
 NOISE = 0.03   # relative run-to-run spread of a graded figure: a grace band below the target
 
@@ -40,8 +40,9 @@ def points_for(fraction: float, target: float, floor: float, points: float) -> f
 def speed_points(m: Measurement, *, target: float, floor: float, points: float) -> float:
     """Print the measurement against the target and return the points it earns."""
     if not m.measured:
-        print(f"{m.label}: speed not graded: no GPU (0 of {points:g} points). "
-              "Run this notebook on a CUDA GPU for speed points.")
+        where = "a CUDA GPU" if m.note == "no GPU" else "the GPU it needs"
+        print(f"{m.label}: speed not graded: {m.note} (0 of {points:g} points). "
+              f"Run this notebook on {where} for speed points.")
         return 0.0
     earned = points_for(m.fraction, target, floor, points)
     print(str(m))

@@ -1,10 +1,10 @@
 """scoreboard: every reference solution's graded kernels against their peers, on this GPU.
 
-``python -m grader scoreboard`` autogrades each solution notebook (the course's
-reference kernels) through nbgrader on the current GPU, with $GRADER_RECORD set
-so every speed cell and closing sweep appends its measurement. It writes
-``results/scoreboard.json`` (device, date, each figure beside its peer measured in
-the same run, the points nbgrader gave) and ``results/scoreboard.png``.
+``python -m grader scoreboard [CHAPTER ...]`` grades each chapter's solution notebooks (the
+course's reference kernels) on the current GPU, with ``$GRADER_RECORD`` set so every speed cell
+and closing plot appends its measurement, and merges the run into ``results/scoreboard.json``:
+one entry per chapter, each with its own device and date, so a chapter can be re-measured alone
+(the whole course takes longer than one sitting). It also draws ``results/scoreboard.png``.
 """
 from __future__ import annotations
 
@@ -13,77 +13,94 @@ import tempfile
 import time
 from pathlib import Path
 
-from .autograde import CellGrade, autograde, chapters_in, make_scratch_course, repo_root
-
-RESULTS = "results"
+from .paths import chapters_in, repo_root, results_dir
 
 
 def results_path(root: Path | None = None) -> Path:
-    return (root or repo_root()) / RESULTS / "scoreboard.json"
+    return results_dir(root) / "scoreboard.json"
+
+
+def load(path: Path | None = None) -> dict:
+    """{"chapters": {chapter: {"device", "date", "note"?, "records", "cells"}}} ({} if none yet)."""
+    try:
+        data = json.loads((path or results_path()).read_text())
+    except (OSError, ValueError):
+        return {"chapters": {}}
+    return data if "chapters" in data else {"chapters": {}}
+
+
+def merge(data: dict, chapter: str, entry: dict) -> dict:
+    """``data`` with ``chapter``'s entry replaced by ``entry`` (other chapters kept as they were)."""
+    chapters = dict(data.get("chapters", {}))
+    chapters[chapter] = entry
+    return {**data, "chapters": {c: chapters[c] for c in sorted(chapters)}}
 
 
 def load_recorded(kind: str, problem: str) -> dict | None:
-    """The last recorded row of ``kind`` for ``problem`` from results/scoreboard.json, with device and date."""
-    try:
-        data = json.loads(results_path().read_text())
-    except (OSError, ValueError, FileNotFoundError):
-        return None
-    for row in reversed(data.get("records", [])):
-        if row.get("kind") == kind and row.get("problem") == problem:
-            return {**row, "device": data.get("device", "?"), "date": data.get("date", "?")}
+    """The last recorded row of ``kind`` for ``problem``, with its chapter's device and date."""
+    for entry in load()["chapters"].values():
+        for row in reversed(entry.get("records", [])):
+            if row.get("kind") == kind and row.get("problem") == problem:
+                return {**row, "device": entry.get("device", "?"), "date": entry.get("date", "?")}
     return None
 
 
-def run(chapters: list[str] | None = None, out_dir: Path | None = None) -> dict:
+def run(chapters: list[str] | None = None, out_dir: Path | None = None, note: str = "") -> dict:
+    """Grade the chapters' solutions on this GPU and merge each into ``out_dir/scoreboard.json``."""
     from . import device
+    from .autograde import autograde, make_scratch_course
 
     if device.info().simulator:
         raise SystemExit("scoreboard needs a GPU: speed is not measured in the simulator.")
     root = repo_root()
-    out_dir = out_dir or root / RESULTS
+    out_dir = out_dir or results_dir(root)
     out_dir.mkdir(parents=True, exist_ok=True)
-    records, cells = [], []
+    path = out_dir / "scoreboard.json"
+    data = load(path)
     with tempfile.TemporaryDirectory(prefix="scoreboard-") as tmp:
-        rec = Path(tmp) / "records.jsonl"
         for ch in chapters or chapters_in(root):
+            rec = Path(tmp) / f"{ch}.jsonl"
             course = make_scratch_course(ch, Path(tmp) / ch, root)
             nbs = sorted((root / "solutions" / ch).glob("*.ipynb"))
-            cells += autograde(nbs, ch, course, student="reference", env={"GRADER_RECORD": str(rec)})
-        if rec.exists():
-            records = [json.loads(line) for line in rec.read_text().splitlines() if line.strip()]
-    data = {"device": device.info().name, "date": time.strftime("%Y-%m-%d"),
-            "records": records, "cells": [c.__dict__ for c in cells]}
-    (out_dir / "scoreboard.json").write_text(json.dumps(data, indent=1, default=float))
-    _plot(data, out_dir / "scoreboard.png")
-    print(format_scoreboard(data))
+            cells = autograde(nbs, ch, course, student="reference", env={"GRADER_RECORD": str(rec)})
+            records = [json.loads(line) for line in rec.read_text().splitlines() if line.strip()] if rec.exists() else []
+            entry = {"device": device.info().name, "date": time.strftime("%Y-%m-%d"),
+                     "records": records, "cells": [c.__dict__ for c in cells]}
+            if note:
+                entry["note"] = note
+            data = merge(data, ch, entry)
+            path.write_text(json.dumps(data, indent=1, default=float))   # each chapter as soon as it is done
+            print(format_chapter(ch, entry), flush=True)
+    draw(data, out_dir / "scoreboard.png")
     return data
 
 
-def format_scoreboard(data: dict) -> str:
-    lines = [f"scoreboard on {data['device']}, {data['date']}",
+def format_chapter(chapter: str, entry: dict) -> str:
+    lines = [f"{chapter} on {entry['device']}, {entry['date']}",
              f"{'kernel':<28} {'figure':>14} {'peer (same run)':>26} {'ratio':>7} {'points':>9}"]
-    for r in data["records"]:
+    for r in entry["records"]:
         if r["kind"] != "speed":
             continue
-        lines.append(f"{r['problem']:<28} {r['value']:>9.1f} {r['unit']:<7} {r['peer']:>16} "
-                     f"{r['peer_value']:>9.1f} {100 * r['fraction']:>6.1f}% "
-                     f"{r['points']:>4g}/{r['max_points']:g}")
-    total = sum(c["score"] for c in data["cells"])
-    maxi = sum(c["max_score"] for c in data["cells"])
+        lines.append(f"{r['problem']:<28} {r['value']:>9.1f} {r['unit']:<7} {r['peer'][:24]:>24} "
+                     f"{r['peer_value']:>9.1f} {100 * r['fraction']:>6.1f}% {r['points']:>4g}/{r['max_points']:g}")
+    total = sum(c["score"] for c in entry["cells"])
+    maxi = sum(c["max_score"] for c in entry["cells"])
     lines.append(f"nbgrader points of the reference solutions: {total:g} / {maxi:g}")
-    lost = [c for c in data["cells"] if c["score"] < c["max_score"]]
-    for c in lost:
-        lines.append(f"  lost: {c['notebook']} {c['cell']}: {c['score']:g}/{c['max_score']:g} {c['reason']}")
+    for c in entry["cells"]:
+        if c["score"] < c["max_score"]:
+            lines.append(f"  lost: {c['notebook']} {c['cell']}: {c['score']:g}/{c['max_score']:g} {c['reason']}")
     return "\n".join(lines)
 
 
-def _plot(data: dict, path: Path) -> None:
-    import matplotlib
+def format_scoreboard(data: dict) -> str:
+    return "\n\n".join(format_chapter(ch, e) for ch, e in data["chapters"].items())
 
-    matplotlib.use("Agg")
+
+def draw(data: dict, path: Path) -> None:
     from .plot import ladder
 
-    rows = [(r["problem"], r["fraction"]) for r in data["records"] if r["kind"] == "speed"]
+    rows = [(f"{r['problem']} ({e['device'].replace('NVIDIA ', '')})", r["fraction"])
+            for e in data["chapters"].values() for r in e["records"] if r["kind"] == "speed"]
     if rows:
-        fig = ladder(rows, title=f"Reference solutions vs peer, {data['device']} ({data['date']})")
-        fig.savefig(path, dpi=110)
+        dates = sorted({e["date"] for e in data["chapters"].values()})
+        ladder(rows, title=f"Reference solutions vs their peers ({dates[0]}…{dates[-1]})").savefig(path, dpi=110)

@@ -1,12 +1,14 @@
-"""speed: the graded speed cell of a lesson, in one call.
+"""speed: a figure beside its peer, measured in the same run — the graded speed cell and its kin.
 
-    grader.speed(launch_vector_add, problems.vector_add, points=1)
+    grader.speed(launch_vector_add, P.vector_add, points=1)      # the graded cell
+    print(grader.measure(launch_v1, P.vector_add, "v1"))        # after each version, ungraded
+    grader.bench(lambda: kernel[blocks, 256](x, y), label="v2", bytes=8 * n)   # any launch
+    grader.ladder_plot({"v1": launch_v1, "v2": launch_v2}, P.vector_add)        # the closing plot
 
-times the learner's launch function at the problem's benchmark size against the
-problem's peer (measured in the same process), checks that the *timed* runs
-produced the right answer (the output is poisoned before every repetition and
-checked after the last), prints the figure beside the peer, and returns points
-for nbgrader's partial credit.
+The candidate and its peer (grader.peers) are timed by the same bench on the same inputs at the
+same size. ``speed`` first runs the visible correctness check (a kernel right only at the benchmark
+size earns nothing), poisons the outputs before every timed repetition, checks the last one, and
+turns the fraction of the peer into points (grader.score).
 """
 from __future__ import annotations
 
@@ -14,184 +16,199 @@ import warnings
 
 import numpy as np
 
-from ._mode import SIMULATOR
-from .bench import Measurement, bench
-from .check import CheckFailed, Problem, _device_output, _to_device_padded, check, compare, fresh_seed
+from . import arrays, peers, timing
+from .timing import Measurement
+from .check import explain, fresh_seed, not_here, refuse_if_context_lost
+from .check import check as check_correct
+from .compare import compare
+from .errors import CheckFailed, GraderModified
+from .backend import SIMULATOR
+from .problem import Problem
 from .record import record
 from .score import speed_points
 
-
-def _device_args(inputs: dict) -> list:
-    """The launch function's arguments: arrays on the device (inside poisoned guard zones), scalars as they are."""
-    return [(_to_device_padded(v)[1] if isinstance(v, np.ndarray) else v) for v in inputs.values()]
+_NAMED_PEERS = {"copy": peers.copy, "read": peers.read_stream}
 
 
-def speed(launch, problem: Problem, points: float, *, target: float | None = None,
-          floor: float | None = None, budget_s: float = 3.0) -> float:
-    __tracebackhide__ = True
-    from .check import _explain_exception, refuse_if_context_lost
-    from .integrity import GraderModified, verify
+def _peer(peer, problem: Problem | None):
+    """A Peer from what a caller passed: "problem" (its own), "copy", "read", a Peer, or None."""
+    if peer == "problem":
+        return problem.peer if problem is not None else None
+    if isinstance(peer, str):
+        return _NAMED_PEERS[peer]()
+    return peer
 
-    target = problem.target if target is None else target
-    floor = problem.floor if floor is None else floor
-    verify(problem)
+
+def _device_name() -> str:
+    from . import device
+
+    return device.info().name
+
+
+def timed(fn, *, label: str, work: dict, peer=None, peer_inputs: dict | None = None, size=None,
+          before_each=None, budget_s: float = 3.0) -> Measurement:
+    """Time ``fn`` and, in the same run, ``peer`` on ``peer_inputs`` (the candidate's device inputs)."""
+    m = Measurement(label=label, bytes=work.get("bytes"), flops=work.get("flops"))
     if SIMULATOR:
-        return speed_points(Measurement(label=problem.name), target=target, floor=floor, points=points)
-    refuse_if_context_lost()
-    _correct_first(launch, problem)
-    try:
-        return _timed(launch, problem, points, target, floor, budget_s)
-    except (CheckFailed, GraderModified):
-        raise
-    except Exception as exc:      # a CUDA error (illegal address, out of memory): say so, in one line
-        raise CheckFailed(f"{problem.name}: the timed runs failed: {_explain_exception(exc)}") from None
-
-
-def _correct_first(launch, problem: Problem) -> None:
-    """Speed is graded only for a kernel that passes the visible correctness check (fresh seeds).
-
-    The timed size alone is a weak test: a kernel with no bounds guard is right at a benchmark
-    size that is a multiple of its block, and one right only there would otherwise earn speed."""
-    try:
-        check(launch, problem, quiet=True)
-    except CheckFailed as exc:
-        raise CheckFailed(f"{problem.name}: no timed runs: the kernel must pass the correctness check "
-                          f"first. {exc}") from None
-
-
-def _timed(launch, problem: Problem, points: float, target: float, floor: float, budget_s: float) -> float:
-    from .integrity import verify
-
-    if SIMULATOR:
-        return speed_points(Measurement(label=problem.name), target=target, floor=floor, points=points)
-    from numba import cuda
-
-    size = problem.bench_size
-    inputs = problem.make_inputs(np.random.default_rng(fresh_seed()), size)
-    args = _device_args(inputs)
-    out_spec = problem.outputs(size, inputs)
-    outs = {k: _device_output(shape, dtype) for k, (shape, dtype) in out_spec.items()}
-    pristine = {k: cuda.to_device(flat.copy_to_host()) for k, (flat, _) in outs.items()}
-
-    def repoison():
-        for k, (flat, _) in outs.items():
-            flat.copy_to_device(pristine[k])
-
+        return m
+    m.device = _device_name()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        m = bench(lambda: launch(*args, *(view for _, view in outs.values())), label=problem.name,
-                  bytes=problem.bytes_moved(size) if problem.bytes_moved else None,
-                  flops=problem.flops(size) if problem.flops else None,
-                  peer=problem.peer, peer_size=size, before_each=repoison, budget_s=budget_s)
-    verify(problem)
-    want = problem.reference(**inputs)
-    for k, (shape, dtype) in out_spec.items():
-        got = outs[k][1].copy_to_host()
-        failures = compare(k, got, np.asarray(want[k]), *problem.tolerances(size, dtype), dtype=dtype)
-        if failures:
-            raise CheckFailed(f"{problem.name}: the timed runs gave a wrong answer "
-                              f"at size {size}:\n" + "\n".join(failures))
-    earned = speed_points(m, target=target, floor=floor, points=points)
-    record("speed", problem=problem.name, points=earned, max_points=points, target=target,
-           floor=floor, **m.as_dict())
-    return earned
+        m.times_s = timing.time_call(fn, before_each=before_each, budget_s=budget_s)
+    if peer is not None:
+        m.peer_name, m.peer_value = peers.measure(peer, peers.inputs_for(peer_inputs or {}, size, work), budget_s)
+    return m
+
+
+def bench(fn, *, label: str = "kernel", bytes: int | None = None, flops: int | None = None, peer="copy",
+          before_each=None, budget_s: float = 3.0) -> Measurement:
+    """Time any launch ``fn()`` that moves ``bytes`` (or computes ``flops``) against a peer that needs
+    no inputs ("copy", "read", None). Without a GPU nothing is timed and the measurement says so."""
+    return timed(fn, label=label, work={"bytes": bytes, "flops": flops}, peer=_peer(peer, None),
+                 before_each=before_each, budget_s=budget_s)
+
+
+def _setup(problem: Problem, size, seed: int):
+    """Inputs at ``size``, their device views, and poisoned outputs (flat, view) of the problem's kind."""
+    inputs = problem.make_inputs(np.random.default_rng(seed), size)
+    dev_in = arrays.device_args(inputs, problem.arrays)
+    outs = {k: arrays.output(shape, dtype, problem.arrays) for k, (shape, dtype) in problem.outputs(size, inputs).items()}
+    return inputs, dev_in, outs
 
 
 def measure(launch, problem: Problem, label: str | None = None, *, size=None, peer="problem",
             budget_s: float = 2.0) -> Measurement:
     """Time ``launch`` at the problem's benchmark size (or ``size``) against a peer, ungraded.
-
-    For the timing right after each version of a lesson: ``print(grader.measure(launch_v1, P.x, "v1"))``.
-    peer: "problem" (the problem's own peer), "copy", a callable (e.g. a torch op) or None.
-    Without a GPU nothing is allocated or timed and the measurement says so.
-    """
+    peer: "problem" (the problem's own), "copy", "read", a Peer or None."""
     label = label or problem.name
-    peer = problem.peer if peer == "problem" else peer
-    if SIMULATOR:
-        return Measurement(label=label)
     size = problem.bench_size if size is None else size
-    inputs = problem.make_inputs(np.random.default_rng(0), size)
-    args = _device_args(inputs)
-    outs = [_device_output(shape, dtype)[1] for shape, dtype in problem.outputs(size, inputs).values()]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return bench(lambda: launch(*args, *outs), label=label, peer=peer, budget_s=budget_s, peer_size=size,
-                     bytes=problem.bytes_moved(size) if problem.bytes_moved else None,
-                     flops=problem.flops(size) if problem.flops else None)
+    if SIMULATOR or not_here(problem):
+        return Measurement(label=label)
+    _, dev_in, outs = _setup(problem, size, 0)
+    args = list(dev_in.values()) + [view for _, view in outs.values()]
+    return timed(lambda: launch(*args), label=label, work=problem.work(size), peer=_peer(peer, problem),
+                 peer_inputs=dev_in, size=size, budget_s=budget_s)
 
 
+def speed(launch, problem: Problem, points: float, *, target: float | None = None, floor: float | None = None,
+          budget_s: float = 3.0) -> float:
+    """The graded speed cell: points for nbgrader's partial credit (a float in [0, points])."""
+    __tracebackhide__ = True
+    from .integrity import verify
+
+    target = problem.target if target is None else target
+    floor = problem.floor if floor is None else floor
+    verify(problem)
+    why = "no GPU" if SIMULATOR else not_here(problem)
+    if why:
+        return speed_points(Measurement(label=problem.name, note=why), target=target, floor=floor, points=points)
+    refuse_if_context_lost()
+    try:
+        check_correct(launch, problem, quiet=True)
+    except CheckFailed as exc:
+        if isinstance(exc, GraderModified):
+            raise
+        raise CheckFailed(f"{problem.name}: no timed runs: the kernel must pass the correctness check "
+                          f"first. {exc}") from None
+    try:
+        return _timed_cell(launch, problem, points, target, floor, budget_s)
+    except (CheckFailed, GraderModified):
+        raise
+    except Exception as exc:      # a CUDA error (illegal address, out of memory): say so, in one line
+        raise CheckFailed(f"{problem.name}: the timed runs failed: {explain(exc)}") from None
+
+
+def _timed_cell(launch, problem: Problem, points: float, target: float, floor: float, budget_s: float) -> float:
+    from .integrity import verify
+
+    size = problem.bench_size
+    inputs, dev_in, outs = _setup(problem, size, fresh_seed())
+    pristine = {k: arrays.clone(flat) for k, (flat, _) in outs.items()}
+    args = list(dev_in.values()) + [view for _, view in outs.values()]
+
+    def repoison():
+        for k, (flat, _) in outs.items():
+            arrays.copy_into(flat, pristine[k])
+
+    m = timed(lambda: launch(*args), label=problem.name, work=problem.work(size), peer=problem.peer,
+              peer_inputs=dev_in, size=size, before_each=repoison, budget_s=budget_s)
+    verify(problem)
+    want = problem.reference(**inputs)
+    for k, (shape, dtype) in problem.outputs(size, inputs).items():
+        n = int(np.prod(shape, dtype=np.int64))
+        got = arrays.to_host(outs[k][0], dtype)[:n].reshape(shape)
+        failures = compare(k, got, np.asarray(want[k]), *problem.tolerances(size, dtype), dtype=dtype)
+        if failures:
+            raise CheckFailed(f"{problem.name}: the timed runs gave a wrong answer at size {size}:\n" + "\n".join(failures))
+    earned = speed_points(m, target=target, floor=floor, points=points)
+    record("speed", problem=problem.name, points=earned, max_points=points, target=target, floor=floor, **m.as_dict())
+    return earned
+
+
+# ---------------------------------------------------------------- closing plots
 def sweep(launch, problem: Problem, sizes: list, budget_s: float = 0.5) -> list:
     """GB/s (or TFLOP/s) of ``launch`` at each size, for a perf-vs-size plot. [] without a GPU."""
-    if SIMULATOR:
+    if SIMULATOR or not_here(problem):
         return []
     rows = []
     for size in sizes:
-        inputs = problem.make_inputs(np.random.default_rng(0), size)
-        args = _device_args(inputs)
-        outs = [_device_output(shape, dtype)[1] for shape, dtype in problem.outputs(size, inputs).values()]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            m = bench(lambda: launch(*args, *outs), label=problem.name, peer=None, budget_s=budget_s,
-                      bytes=problem.bytes_moved(size) if problem.bytes_moved else None,
-                      flops=problem.flops(size) if problem.flops else None)
+        _, dev_in, outs = _setup(problem, size, 0)
+        args = list(dev_in.values()) + [view for _, view in outs.values()]
+        m = timed(lambda: launch(*args), label=problem.name, work=problem.work(size), budget_s=budget_s)
         rows.append((size, m.value))
     return rows
 
 
-def sweep_plot(launch, problem: Problem, sizes: list, title: str = ""):
-    """The closing plot: the learner's kernel against the copy bandwidth across sizes.
-
-    On a GPU it measures now (and records the rows for the scoreboard). Without one it
-    draws what the course's reference solution measured (results/scoreboard.json), saying so.
-    """
-    from . import device, plot
-    from .record import record
+def _recorded(kind: str, problem: Problem):
     from .scoreboard import load_recorded
+
+    saved = load_recorded(kind, problem.name)
+    if saved is None:
+        print(f"No GPU and no recorded results to show: run this lesson on a GPU for the {kind}.")
+    else:
+        print(f"No GPU here: showing the reference solution measured on {saved['device']} ({saved['date']}).")
+    return saved
+
+
+def sweep_plot(launch, problem: Problem, sizes: list, title: str = ""):
+    """The closing plot: the learner's kernel against the copy bandwidth across sizes. Without a GPU
+    it draws what the course's reference measured (results/scoreboard.json), saying so."""
+    from . import plot
 
     if not SIMULATOR:
         rows = sweep(launch, problem, sizes)
-        label, ceiling = device.peer(problem.peer or "copy")
-        record("sweep", problem=problem.name, rows=rows, peer=label, peer_value=ceiling,
-               device=device.info().name)
+        label, ceiling = peers.ceiling("copy")
+        record("sweep", problem=problem.name, rows=rows, peer=label, peer_value=ceiling, device=_device_name())
         return plot.perf_vs_size({"your " + problem.name: rows}, ceiling=ceiling, ceiling_label=label,
-                                 title=title or f"{problem.name} on {device.info().name}")
-    saved = load_recorded("sweep", problem.name)
+                                 title=title or f"{problem.name} on {_device_name()}")
+    saved = _recorded("sweep", problem)
     if saved is None:
-        print("No GPU and no recorded results to show: run this lesson on a GPU for the plot.")
         return None
-    print(f"No GPU here: showing the reference solution measured on {saved['device']} ({saved['date']}).")
     return plot.perf_vs_size({"reference " + problem.name: [tuple(r) for r in saved["rows"]]},
                              ceiling=saved["peer_value"], ceiling_label=saved["peer"],
                              title=title or f"{problem.name} on {saved['device']} (recorded)")
 
 
-def ladder_plot(versions: dict, problem: Problem, title: str = "", size=None, extra: list | None = None):
-    """The closing "% of the peer" ladder: each version's speed as a fraction of the problem's peer.
-
-    versions: label -> launch function, timed now on a GPU (at the problem's benchmark size, or
-    ``size``) and recorded for the scoreboard. ``extra``: (label, fraction) rows measured elsewhere
-    (e.g. earlier lessons' kernels), drawn below. Without a GPU it draws the reference solution's
-    recorded ladder (results/scoreboard.json), saying so.
-    """
-    from . import device, plot
-    from .record import record
-    from .scoreboard import load_recorded
+def ladder_plot(versions: dict, problem: Problem, title: str = "", size=None, extra: list | None = None, peer="problem"):
+    """The closing "% of the peer" ladder: each version as a fraction of the problem's peer (or
+    ``peer``), timed now on a GPU and recorded for the scoreboard. ``versions``: label -> launch
+    function, or label -> a Measurement taken earlier in the lesson. ``extra``: (label, fraction)
+    rows measured elsewhere. Without a GPU: the reference solution's recorded ladder."""
+    from . import plot
 
     if not SIMULATOR:
-        rows = []
-        for label, launch in versions.items():
-            m = measure(launch, problem, label, size=size)
+        rows, peer_label = [], None
+        for label, version in versions.items():
+            m = version if isinstance(version, Measurement) else measure(version, problem, label, size=size, peer=peer)
             print(m)
             rows.append((label, m.fraction))
+            peer_label = peer_label or m.peer_name
         rows += list(extra or [])
-        record("ladder", problem=problem.name, rows=rows, peer=device.peer(problem.peer)[0],
-               device=device.info().name)
-        return plot.ladder(rows, title=title or f"{problem.name}: % of {device.peer(problem.peer)[0]} "
-                           f"on {device.info().name}", target=problem.target)
-    saved = load_recorded("ladder", problem.name)
+        record("ladder", problem=problem.name, rows=rows, peer=peer_label, device=_device_name())
+        return plot.ladder(rows, title=title or f"{problem.name}: % of {peer_label} on {_device_name()}",
+                           target=problem.target)
+    saved = _recorded("ladder", problem)
     if saved is None:
-        print("No GPU and no recorded results to show: run this lesson on a GPU for the ladder.")
         return None
-    print(f"No GPU here: showing the reference solutions measured on {saved['device']} ({saved['date']}).")
     return plot.ladder([tuple(r) for r in saved["rows"]], target=problem.target,
                        title=title or f"{problem.name}: % of {saved['peer']} on {saved['device']} (recorded)")

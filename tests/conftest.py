@@ -28,3 +28,15 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+def lesson(chapter: str, notebook: str, cell_ids: list, setup: bool = True) -> dict:
+    """Run cells of a solution notebook (its ``setup`` cell first) and return their namespace:
+    tests use the reference kernels as the notebook defines them (grader.notebooks)."""
+    from grader.notebooks import run_cells
+
+    return run_cells(ROOT / "solutions" / chapter / notebook, (["setup"] if setup else []) + list(cell_ids))
+
+
+def solution(chapter: str, notebook: str) -> Path:
+    return ROOT / "solutions" / chapter / notebook

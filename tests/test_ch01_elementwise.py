@@ -1,7 +1,7 @@
 """Chapter 01 (elementwise): the lessons' kernels pass their checks, wrong kernels are caught.
 
 Runs in Numba's CUDA simulator (forced, so a GPU machine tests the same thing). The right
-kernels are loaded from the solution notebooks themselves (tools.nbcells), the wrong ones
+kernels are loaded from the solution notebooks themselves (grader.notebooks), the wrong ones
 live in tests/wrong/ch01_elementwise.py. A last test compiles the lessons' kernels for
 sm_90 (PTX, no GPU needed) when NVVM is available.
 """
@@ -18,9 +18,10 @@ import pytest  # noqa: E402
 
 import grader  # noqa: E402
 from grader import formats  # noqa: E402
-from grader.check import CheckFailed, compare, run_once  # noqa: E402
+from grader.check import CheckFailed  # noqa: E402
+from grader.compare import compare  # noqa: E402
 from grader.problems import elementwise as P  # noqa: E402
-from tools.nbcells import definitions  # noqa: E402
+from grader.notebooks import definitions  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 os.chdir(ROOT)                          # the notebooks' relative paths
@@ -136,16 +137,16 @@ def test_bf16_output_unwritten_is_reported():
 
 def test_bf16_output_is_poisoned_with_its_own_nan():
     # uint16's own poison would be 0 (= bf16 +0.0, a plausible value); an Encoded output uses a NaN
-    from grader.check import _device_output, _is_poison
-    flat, view = _device_output((2, 3), formats.BF16)
+    from grader.arrays import is_poison, output
+    flat, view = output((2, 3), formats.BF16)
     host = flat.copy_to_host()
     assert host.dtype == np.uint16 and view.shape == (2, 3)
-    assert _is_poison(host, formats.BF16).all() and np.isnan(formats.bf16_to_f32(host)).all()
+    assert is_poison(host, formats.BF16).all() and np.isnan(formats.bf16_to_f32(host)).all()
 
 
 # ------------------------------------------------------------------ compiles for a GPU
 def test_kernels_compile_for_sm90():
-    script = ROOT / "tests" / "gpu" / "compile_ch01.py"
+    script = ROOT / "dev" / "ch01_elementwise" / "compile.py"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("GRADER_FORCE_SIM", None)
     env.pop("NUMBA_ENABLE_CUDASIM", None)

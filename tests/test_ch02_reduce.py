@@ -1,19 +1,19 @@
 """Chapter 02 (reduce) in the simulator: the reference kernels pass, the wrong ones are caught.
 
-The reference kernels are the solution notebooks' own cells (tests/ch02_cells.py).
+The reference kernels are the solution notebooks' own cells (grader.notebooks).
 """
 import grader  # noqa: F401  (simulator first)
 import pytest
 
 from grader.check import CheckFailed, check
 from grader.problems import reduce as P
+from tests.conftest import ROOT as REPO
+from tests.conftest import lesson
+from tests.wrong import ch02_reduce as W
 
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ch02_cells import REPO, load  # noqa: E402
-from wrong import ch02_reduce as W  # noqa: E402
+def load(notebook, cell_ids):
+    return lesson("02_reduce", notebook, cell_ids)
 
 
 @pytest.fixture(scope="module")
@@ -122,10 +122,11 @@ def test_kernels_compile_for_sm90():
     # the GPU side without a GPU: every notebook kernel compiles to PTX for sm_90 (needs NVVM)
     import os
     import subprocess
+    import sys
 
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0"}
     env.pop("GRADER_FORCE_SIM", None)
-    r = subprocess.run([sys.executable, str(REPO / "tests" / "gpu" / "compile_ch02.py")], env=env,
+    r = subprocess.run([sys.executable, str(REPO / "dev" / "ch02_reduce" / "compile.py")], env=env,
                        capture_output=True, text=True, timeout=600)
     if r.returncode == 77:
         pytest.skip(r.stdout.strip() or "no NVVM to compile with")

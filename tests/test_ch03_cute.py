@@ -2,24 +2,22 @@
 reference and fails for a stub and for a variant without ldmatrix; the layout exercise's checks pass
 for the reference and fail for wrong answers.
 
-The kernel and the checks are the solution notebook's own cells (tests/ch03_cells.py). Correctness
-and speed of the kernel need a GPU (tests/gpu/measure_ch03.py).
+The kernel and the checks are the solution notebook's own cells (grader.notebooks). Correctness
+and speed of the kernel need a GPU (dev/ch03_gemm/measure.py).
 """
 import re
-import sys
-from pathlib import Path
 
 import pytest
 
 import grader  # noqa: F401  (simulator first)
-from grader import cuda_cells as cc
-from grader import sass
+from grader import cuda as cc
+from grader.cuda import sass
+from grader.cuda.magic import parse_magic_line
+from grader.notebooks import cell_source
+from tests.conftest import lesson, solution
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ch03_cells import cell_source, load  # noqa: E402
-
-NB = "05_cute.ipynb"
-GRADED = "cute_gemm_bf16"
+NB = solution("03_gemm", "05_cute.ipynb")
+GRADED = "cute_gemm<V2>"
 
 
 def kernel_source() -> str:
@@ -28,11 +26,13 @@ def kernel_source() -> str:
     return src.split("\n", 1)[1]
 
 
-def graded_only(src: str) -> str:
+def kernels() -> list:
+    return parse_magic_line(cell_source(NB, "v_cute").split("\n", 1)[0][len("%%cuda"):])["kernels"]
+
+
+def graded_only(src: str):
     # variants: compile only the graded kernel (half the build time)
-    out = re.sub(r"^CUTE_GEMM_KERNEL\(cute_v1.*$", "", src, flags=re.M)
-    assert out != src
-    return out
+    return dict(source=src, kernels=[GRADED])
 
 
 def rubric(module):
@@ -42,8 +42,8 @@ def rubric(module):
 
 # ---------------------------------------------------------------- the GEMM's machine code
 def test_reference_compiles_and_passes_the_rubric():
-    mod = cc.compile_cuda(kernel_source(), name="cg")
-    assert {"cute_v1", GRADED, "pad"} <= set(mod.kernel_names)
+    mod = cc.compile_cuda(kernel_source(), name="cg", kernels=kernels())
+    assert set(mod.kernel_names) == {"cute_gemm<V1>", GRADED}
     rubric(mod)
     res = mod[GRADED].resources
     assert res["spill_stores"] == 0 and res["stack"] == 0
@@ -52,8 +52,8 @@ def test_reference_compiles_and_passes_the_rubric():
 def test_stub_fails_the_rubric():
     stub, n = re.subn(r"// BEGIN SOLUTION\n.*?// END SOLUTION", "// YOUR CODE HERE", kernel_source(), flags=re.S)
     assert n == 1
-    mod = cc.compile_cuda(graded_only(stub), name="cg_stub")    # the learner's copy compiles…
-    with pytest.raises(sass.RubricFailed, match="HMMA"):          # …and earns nothing
+    mod = cc.compile_cuda(name="cg_stub", **graded_only(stub))  # the learner's copy compiles…
+    with pytest.raises(sass.RubricFailed, match="not implemented yet"):   # …and earns nothing, saying why
         rubric(mod)
 
 
@@ -61,7 +61,7 @@ def test_without_ldmatrix_fails_the_rubric():
     src = kernel_source()
     wrong = src.replace("Copy_Atom<SM75_U32x4_LDSM_N, T>", "Copy_Atom<UniversalCopy<T>, T>")
     assert wrong != src
-    mod = cc.compile_cuda(graded_only(wrong), name="cg_no_ldsm")
+    mod = cc.compile_cuda(name="cg_no_ldsm", **graded_only(wrong))
     with pytest.raises(sass.RubricFailed, match="LDSM.16.M88.4"):
         rubric(mod)
 
@@ -72,7 +72,7 @@ VISIBLE, HIDDEN = "test_layout_visible", "test_layout_hidden"
 
 @pytest.fixture()
 def ns():
-    return load(NB, ["layout_functions"])
+    return lesson("03_gemm", "05_cute.ipynb", ["layout_functions"])
 
 
 def run_check(ns, cell_id):

@@ -20,12 +20,24 @@ SIM_ENV = {"GRADER_FORCE_SIM": "1", "NUMBA_ENABLE_CUDASIM": "1", "GRADER_SIM_TIM
 
 
 def speed_cells(nb_path: Path) -> set:
-    """Cells that need a GPU to earn points: speed cells, and correctness cells of compiled
-    CUDA C++ kernels (``gpu_only=True``), which the simulator cannot run."""
+    """Cells that need a GPU to earn points: speed cells, and correctness cells of problems the
+    simulator cannot run (compiled CUDA C++: ``Problem.simulator`` is False)."""
+    import importlib
+    import re
+
     nb = nbformat.read(nb_path, as_version=4)
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    module = re.search(r"from grader\.problems import (\w+) as P", text)
+    problems = importlib.import_module(f"grader.problems.{module.group(1)}") if module else None
+
+    def needs_gpu(source):
+        if "grader.speed(" in source:
+            return True
+        names = re.findall(r"grader\.check\(\s*\w+\s*,\s*P\.(\w+)", source)
+        return bool(names) and problems is not None and not getattr(problems, names[0]).simulator
+
     return {c.metadata["nbgrader"]["grade_id"] for c in nb.cells
-            if c.metadata.get("nbgrader", {}).get("grade")
-            and ("grader.speed(" in c.source or "gpu_only=True" in c.source)}
+            if c.metadata.get("nbgrader", {}).get("grade") and needs_gpu(c.source)}
 
 
 @pytest.fixture(scope="module", params=CHAPTERS)
@@ -45,7 +57,8 @@ def test_solutions_earn_every_correctness_point(graded_chapter):
     # a chapter may so far hold only ungraded demo notebooks: they must still run cleanly
     for g in reference:
         if g.cell in speed:
-            assert g.score == 0 and "not graded: no GPU" in g.reason, g
+            assert g.score == 0 and ("not graded: no GPU" in g.reason or
+                                     "not graded: compiled and inspected only" in g.reason), g
         else:
             assert g.score == g.max_score, f"{g.notebook}:{g.cell} {g.score}/{g.max_score}: {g.reason}"
 

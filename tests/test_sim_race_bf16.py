@@ -1,12 +1,13 @@
-"""The simulator's shared-memory race check (grader.sim_race) and the bf16 helpers (grader.bf16)."""
+"""The simulator's shared-memory race check (grader.sim.race) and the bf16 helpers (grader.bf16)."""
 import grader  # noqa: F401  (simulator first)
 import numpy as np
 import pytest
 from numba import cuda, float32
 
 from grader import bf16
-from grader.check import compare, poisoned
-from grader.sim_race import SharedMemoryRace
+from grader.arrays import poisoned
+from grader.compare import compare
+from grader.sim.race import SharedMemoryRace
 
 
 @cuda.jit

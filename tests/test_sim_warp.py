@@ -1,4 +1,4 @@
-"""Warp intrinsics in Numba's CUDA simulator (grader.sim_warp).
+"""Warp intrinsics in Numba's CUDA simulator (grader.sim.warp).
 
 Runs under the simulator: NUMBA_ENABLE_CUDASIM is set here, before numba is
 imported, so the module works without a conftest.  Expected values are
@@ -18,8 +18,8 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from numba import cuda  # noqa: E402
 
-from grader import sim_warp  # noqa: E402
-from grader.sim_warp import WarpSyncError  # noqa: E402
+from grader.sim import warp as sim_warp  # noqa: E402
+from grader.sim.warp import WarpSyncError  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 FULL = 0xFFFFFFFF
@@ -31,7 +31,7 @@ pytestmark = pytest.mark.skipif(
 
 
 def _load_warp_kernels():
-    path = ROOT / "tests" / "gpu" / "warp_kernels.py"
+    path = ROOT / "dev" / "ch02_reduce" / "warp_kernels.py"
     spec = importlib.util.spec_from_file_location("warp_kernels", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -75,7 +75,7 @@ def test_install_is_idempotent_and_patches_the_fake_module():
 def test_install_is_a_noop_without_the_simulator():
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
     env["PYTHONPATH"] = str(ROOT)
-    code = "from grader import sim_warp; print(sim_warp.install())"
+    code = "from grader.sim import warp as sim_warp; print(sim_warp.install())"
     done = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

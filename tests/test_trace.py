@@ -1,4 +1,4 @@
-"""grader.trace: who touched which element, from a simulated run.
+"""grader.sim.trace: who touched which element, from a simulated run.
 
 Runs under the simulator: NUMBA_ENABLE_CUDASIM is set here before numba is
 imported.  Plots use matplotlib Figures directly (no pyplot, no display).
@@ -13,7 +13,7 @@ import pytest  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from numba import cuda  # noqa: E402
 
-from grader.trace import Counts, trace  # noqa: E402
+from grader.sim.trace import Counts, trace  # noqa: E402
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("NUMBA_ENABLE_CUDASIM") != "1",

@@ -33,7 +33,7 @@ hardware has no C++ spelling) or with CuTe. A cell that starts with
 `%%cuda NAME` is compiled for your GPU and its result is bound to `NAME`:
 
 * `NAME.KERNEL[grid, block, shared_bytes](args...)` runs a kernel (GPU only);
-* `grader.sass.require(NAME, "KERNEL", present=[...], absent=[...])` checks the
+* `sass.require(NAME, "KERNEL", present=[...], absent=[...])` checks the
   machine code the compiler produced, on any machine, GPU or not.
 
 Without a GPU, cells are compiled for Hopper (`sm_90a`); pass `--arch sm_80`,
@@ -42,10 +42,9 @@ Without a GPU, cells are compiled for Hopper (`sm_90a`); pass `--arch sm_80`,
 
 code("""
 import grader
-from grader import cuda_cells, sass
+from grader.cuda import sass
 
-cuda_cells.register_magic()
-print("GPU present:", cuda_cells.gpu_available(), "| compiling for", cuda_cells.default_arch())
+print("GPU present:", grader.cuda.gpu_available(), "| compiling for", grader.cuda.default_arch())
 """)
 
 md("""
@@ -249,7 +248,7 @@ work the same way.
 code("""
 import numpy as np
 
-if not cuda_cells.gpu_available():
+if not grader.cuda.gpu_available():
     print("No GPU: compiled and inspected only.")
 else:
     from numba import cuda   # device arrays
@@ -274,7 +273,7 @@ else:
         kernel[1, 32](dA, dBt, dC)
         np.testing.assert_allclose(dC.copy_to_host(), want, rtol=1e-3, atol=1e-3)
 
-    if tuple(cuda_cells._device().compute_capability) == (9, 0):   # wgmma: Hopper only
+    if grader.cuda.toolchain.compute_capability() == (9, 0):   # wgmma: Hopper only
         A64 = rng.standard_normal((64, 16)).astype(np.float16)
         dC = cuda.device_array((64, 8), np.float32)
         wg.wgmma_tile[1, 128](cuda.to_device(A64.view(np.uint16)), dBt, dC)

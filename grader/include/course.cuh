@@ -1,4 +1,4 @@
-// course.cuh -- small device helpers used from chapter 03 on.
+// course.cuh -- small device helpers used from chapter 03 on, and the launch contract.
 //
 // Every helper is a thin, named wrapper around one PTX instruction, so the
 // SASS you get is the instruction you asked for and nothing else.  Read each
@@ -24,6 +24,41 @@
       __trap();                                                                \
     }                                                                          \
   } while (0)
+
+// ---------------------------------------------------------------------------
+// The launch contract (grader/cuda/launch.py): a kernel configured by a type Cfg
+// states what the host needs as static constexpr int members, each optional:
+// THREADS, SMEM_BYTES, TILE_M, TILE_N, TILE_K, STAGES, CLUSTER.  Compiling the
+// kernel as name<Cfg> also instantiates course::launch_shape<Cfg>, and the host
+// reads block size, dynamic shared memory and tiles from the cubin: the
+// configuration is written once, here in C++.
+// ---------------------------------------------------------------------------
+namespace course {
+struct LaunchShape {
+  int threads, smem_bytes, tile_m, tile_n, tile_k, stages, cluster;
+};
+namespace detail {
+template <class...> using void_t = void;
+#define COURSE_LAUNCH_FIELD(TRAIT, MEMBER)                                     \
+  template <class C, class = void> struct TRAIT { static constexpr int value = 0; }; \
+  template <class C> struct TRAIT<C, void_t<decltype(C::MEMBER)>> {           \
+    static constexpr int value = static_cast<int>(C::MEMBER);                   \
+  };
+COURSE_LAUNCH_FIELD(threads_of, THREADS)
+COURSE_LAUNCH_FIELD(smem_of, SMEM_BYTES)
+COURSE_LAUNCH_FIELD(tile_m_of, TILE_M)
+COURSE_LAUNCH_FIELD(tile_n_of, TILE_N)
+COURSE_LAUNCH_FIELD(tile_k_of, TILE_K)
+COURSE_LAUNCH_FIELD(stages_of, STAGES)
+COURSE_LAUNCH_FIELD(cluster_of, CLUSTER)
+#undef COURSE_LAUNCH_FIELD
+}  // namespace detail
+template <class Cfg>
+__device__ const LaunchShape launch_shape = {
+    detail::threads_of<Cfg>::value, detail::smem_of<Cfg>::value,   detail::tile_m_of<Cfg>::value,
+    detail::tile_n_of<Cfg>::value,  detail::tile_k_of<Cfg>::value,  detail::stages_of<Cfg>::value,
+    detail::cluster_of<Cfg>::value};
+}  // namespace course
 
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
 
@@ -107,6 +142,30 @@ __device__ __forceinline__ void cp_async_commit() {
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory");
+}
+
+// ---- the same on 32-bit shared-memory addresses ------------------------------
+// Kernels that compute their shared-memory offsets once and only add constants
+// in the main loop (lesson 03.04) pass the address (smem_u32 of a pointer).
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], unsigned saddr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(saddr));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(unsigned& r0, unsigned& r1, unsigned& r2,
+                                                  unsigned& r3, unsigned saddr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(saddr));
+}
+__device__ __forceinline__ void cp_async_16(unsigned saddr, const void* gmem_src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(saddr), "l"(gmem_src) : "memory");
+}
+// d += a * b in place (bf16 in, fp32 accumulate).  Not volatile: the compiler may
+// schedule the mmas among the ldmatrix loads.
+__device__ __forceinline__ void mma_bf16(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
 }  // namespace course

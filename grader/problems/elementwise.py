@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..check import Problem
+from .. import peers
+from .. import integrity as _integrity
+from ..problem import Problem
 
 
 def _two_vectors(rng: np.random.Generator, n: int) -> dict:
@@ -24,7 +26,7 @@ vector_add = Problem(
     hint="Each thread handles one element: its global index, and nothing for threads past the end.",
     bytes_moved=lambda n: 3 * 4 * n,   # 3 × 4 B per element: read a, read b, write c
     bench_size=1 << 27,                 # 3 × 512 MiB: far past the L2
-    peer="copy",
+    peer=peers.copy(),
     # Lesson 01 teaches correctness; its speed cell is a gentle first measurement:
     # any launch that fills the GPU earns the point (one element per thread reached
     # 81% of copy bandwidth on an H200). A single block, or blocks of 1 thread, do not.
@@ -55,7 +57,7 @@ saxpy = Problem(
     bytes_moved=lambda n: 3 * 4 * n,    # 3 × 4 B per element: read x, read y, write z
     flops=None,                         # 2 FLOP per element (multiply, add): graded in GB/s
     bench_size=1 << 27,                 # 3 × 512 MiB
-    peer="copy",
+    peer=peers.copy(),
     target=0.60,
     floor=0.15,
 )
@@ -85,7 +87,7 @@ transpose = Problem(
           "read with the shape of `a` and every write with the shape of `t` (they differ)."),
     bytes_moved=lambda shape: 2 * 4 * shape[0] * shape[1],   # read a, write t: 4 B each per element
     bench_size=(8192, 8192),            # 256 MiB each way, 5× the L2 of an H100
-    peer="copy",
+    peer=peers.copy(),
     target=0.50,
     floor=0.35,                         # the naive transpose reached 41% of copy on an H200
 )
@@ -140,7 +142,7 @@ bias_gelu = Problem(
           "fp16 overflows above 65504 and bf16 arithmetic loses several ulps."),
     bytes_moved=lambda shape: 2 * 2 * shape[0] * shape[1] + 2 * shape[1],  # read x, write y (2 B each), read bias once
     bench_size=(32768, 4096),           # 2^27 elements: 256 MiB each way
-    peer="copy",
+    peer=peers.copy(),
     target=0.70,
     floor=0.20,
 )
@@ -154,19 +156,11 @@ def _bias_silu_reference(x, bias):
         return {"y": v / (1.0 + np.exp(-v))}
 
 
-bias_silu = Problem(
+bias_silu = bias_gelu.variant(
     name="bias + SiLU (bf16)",
-    make_inputs=_bias_act_inputs,
-    outputs=_bias_act_outputs,
     reference=_bias_silu_reference,
-    sizes=bias_gelu.sizes,
-    sim_sizes=bias_gelu.sim_sizes,
-    hidden_sizes=bias_gelu.hidden_sizes,
-    hidden_sim_sizes=bias_gelu.hidden_sim_sizes,
     hint="y = silu(x + bias[column]) = v / (1 + exp(-v)), in float32, rounded once to bf16.",
-    bytes_moved=bias_gelu.bytes_moved,
-    bench_size=bias_gelu.bench_size,
-    peer="copy",
-    target=0.70,
-    floor=0.20,
 )
+
+
+_integrity.record_problems(globals())   # the fields checks rely on, before any learner code

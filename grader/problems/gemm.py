@@ -12,6 +12,12 @@ Library calls earn nothing: these problems set ``library_free``, so
 grader.check refuses a launch function that copies data to the host (numpy
 on the CPU) or runs a torch operation (torch.matmul = cuBLAS) while it is
 checked. See grader/library_guard.py.
+
+Every peer is cuBLAS (torch.matmul) on the problem's own A and B at the
+candidate's shape, timed as the candidate is. The tensor-core GEMMs of
+lessons 03–05 are compiled CUDA C++ (``simulator=False``) that needs an
+Ampere GPU or newer (``arch="sm_80"``: bf16 mma.sync, cp.async);
+:func:`tiled_launch` is their shared launch function.
 """
 from __future__ import annotations
 
@@ -20,8 +26,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..check import Problem
+from .. import peers
 from ..formats import BF16, bf16_to_f64, f32_to_bf16
+from .. import integrity as _integrity
+from ..problem import Problem
 
 EPS32 = 2.0 ** -24
 
@@ -128,7 +136,7 @@ sgemm = Problem(
     tolerance=fp32_accumulation_tolerance,
     hint=_HINT,
     bytes_moved=_bytes(4, 4), flops=flops,
-    bench_size=BENCH, peer="matmul_fp32", target=0.35, floor=0.03, library_free=True,
+    bench_size=BENCH, peer=peers.matmul("fp32"), target=0.35, floor=0.03, library_free=True,
 )
 
 hgemm_bf16 = Problem(
@@ -141,7 +149,8 @@ hgemm_bf16 = Problem(
     tolerance=bf16_output_tolerance,
     hint=_HINT + " Accumulate in fp32 (an fp16 or bf16 accumulator loses the long-K cases), round to bf16 once.",
     bytes_moved=_bytes(2, 2), flops=flops,
-    bench_size=BENCH, peer="matmul_bf16", target=0.40, floor=0.04, library_free=True,
+    bench_size=BENCH, peer=peers.matmul("bf16"), target=0.40, floor=0.04, library_free=True,
+    simulator=False, arch="sm_80",
 )
 
 # WMMA (lesson 03): half-precision inputs, fp32 output; products of fp16/bf16 values are exact in fp32.
@@ -154,7 +163,8 @@ wmma_fp16 = Problem(
     hidden_sizes=GPU_HIDDEN, hidden_sim_sizes=SIM_HIDDEN,
     tolerance=tensor_core_fp32_tolerance,
     hint=_HINT, bytes_moved=_bytes(2, 4), flops=flops,
-    bench_size=BENCH, peer="matmul_fp16", target=0.3, floor=0.03, library_free=True,
+    bench_size=BENCH, peer=peers.matmul("fp16"), target=0.3, floor=0.03, library_free=True,
+    simulator=False, arch="sm_80",
 )
 
 wmma_bf16 = Problem(
@@ -166,11 +176,69 @@ wmma_bf16 = Problem(
     hidden_sizes=GPU_HIDDEN, hidden_sim_sizes=SIM_HIDDEN,
     tolerance=tensor_core_fp32_tolerance,
     hint=_HINT, bytes_moved=_bytes(2, 4), flops=flops,
-    bench_size=BENCH, peer="matmul_bf16", target=0.3, floor=0.03, library_free=True,
+    bench_size=BENCH, peer=peers.matmul("bf16"), target=0.3, floor=0.03, library_free=True,
+    simulator=False, arch="sm_80",
 )
 
 # CuTe (lesson 05): the same bf16 GEMM as lesson 04
-cute_bf16 = Problem(**{**hgemm_bf16.__dict__, "name": "cute gemm bf16"})
+cute_bf16 = hgemm_bf16.variant(name="cute gemm bf16")
 
-__all__ = ["Shape", "flops", "sgemm", "hgemm_bf16", "wmma_fp16", "wmma_bf16", "cute_bf16",
+
+# ------------------------------------------------------------------ launching a tiled GEMM kernel
+_PAD_SOURCE = r"""
+// Copy a rows × cols bf16 matrix into a zero-padded rows_p × cols_p one.
+extern "C" __global__ void pad_bf16(const unsigned short* src, unsigned short* dst,
+                                    int rows, int cols, int rows_p, int cols_p) {
+  size_t total = (size_t)rows_p * cols_p;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
+    int r = i / cols_p, c = i % cols_p;
+    dst[i] = (r < rows && c < cols) ? src[(size_t)r * cols + c] : (unsigned short)0;
+  }
+}
+"""
+
+
+def _padded(x, rows_p: int, cols_p: int):
+    """A zero-padded device copy of the (rows, cols) bf16 matrix ``x``, or ``x`` itself if it fits."""
+    rows, cols = x.shape
+    if (rows, cols) == (rows_p, cols_p):
+        return x
+    from numba import cuda
+
+    from ..cuda import compile_cuda
+
+    pad = compile_cuda(_PAD_SOURCE, name="grader_pad_bf16")["pad_bf16"]
+    out = cuda.device_array((rows_p, cols_p), np.uint16)
+    pad[min(4096, (rows_p * cols_p + 255) // 256), 256](x, out, rows, cols, rows_p, cols_p)
+    return out
+
+
+def tiled_launch(kernel):
+    """The launch function of a tiled bf16 GEMM kernel ``kernel(A, B, C, M, N, K, lda, ldb,
+    tiles_m, tiles_n)`` configured by a type (grader.cuda.launch): one block per (TILE_M, TILE_N)
+    tile of C, with the threads and shared memory the type states. A and B are padded with zeros
+    to whole tiles when the shape is not a multiple of them (the kernel's main loop then needs no
+    bounds tests); C is written in place, its stores guarded by M and N."""
+    shape = kernel.launch_shape
+    if shape is None or not (shape.tile_m and shape.tile_n and shape.tile_k):
+        raise ValueError(f"{kernel.name}: its configuration type must state THREADS, SMEM_BYTES, "
+                         "TILE_M, TILE_N and TILE_K (see grader/include/course.cuh)")
+
+    def launch(a, b, c):
+        # a: (M, K) bf16 bits, b: (K, N) bf16 bits, c: (M, N) bf16 bits (written)
+        M, K = a.shape
+        N = b.shape[1]
+        tiles_m, tiles_n = shape.tiles(M, N)
+        Kp = -(-K // shape.tile_k) * shape.tile_k
+        ap = _padded(a, tiles_m * shape.tile_m, Kp)
+        bp = _padded(b, Kp, tiles_n * shape.tile_n)
+        kernel.launch(tiles_m * tiles_n, ap, bp, c, M, N, Kp, Kp, tiles_n * shape.tile_n, tiles_m, tiles_n)
+    launch.__name__ = f"launch {kernel.name}"
+    return launch
+
+
+__all__ = ["Shape", "flops", "sgemm", "hgemm_bf16", "wmma_fp16", "wmma_bf16", "cute_bf16", "tiled_launch",
            "fp32_accumulation_tolerance", "tensor_core_fp32_tolerance", "bf16_output_tolerance"]
+
+
+_integrity.record_problems(globals())   # the fields checks rely on, before any learner code

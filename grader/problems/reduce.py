@@ -12,9 +12,10 @@ import math
 
 import numpy as np
 
-from .. import bf16
+from .. import bf16, peers
 from ..bf16 import BF16
-from ..check import Problem
+from .. import integrity as _integrity
+from ..problem import Problem
 
 EPS32 = 2.0 ** -24
 BLOCK = 256          # elements summed by one output of block_sum
@@ -46,10 +47,16 @@ block_sum = Problem(
          "threads past the end of x contribute 0.",
     bytes_moved=lambda n: 4 * n,          # read x once; the sums are 1/256 of that
     bench_size=1 << 27,
-    peer="copy", target=0.5, floor=0.05,
+    peer=peers.copy(), target=0.5, floor=0.05,
 )
 
 # ------------------------------------------------------------------ 02 sum and dot
+def _torch_sum(x):
+    import torch
+
+    return torch.sum(x)
+
+
 total_sum = Problem(
     name="sum",
     make_inputs=_uniform,
@@ -65,7 +72,8 @@ total_sum = Problem(
          "first (a one-thread kernel before the main one). Every element of x must be counted once.",
     bytes_moved=lambda n: 4 * n,          # 4 B per element read; the result is one float
     bench_size=1 << 28,                   # 1 GiB: far past the L2
-    peer="copy", target=0.70, floor=0.10,
+    # a sum only reads: its ceiling is the read bandwidth (the better of a read stream and torch.sum)
+    peer=peers.read_stream(peers.torch_op("torch.sum", _torch_sum)), target=0.70, floor=0.10,
 )
 
 
@@ -84,7 +92,7 @@ dot = Problem(
     tolerance=_sum_tol,
     bytes_moved=lambda n: 8 * n,          # read a and b
     bench_size=1 << 27,
-    peer="copy", target=0.70, floor=0.10,
+    peer=peers.copy(), target=0.70, floor=0.10,
 )
 
 
@@ -105,6 +113,18 @@ def _bf16_rows(rng, size):
     rows, cols = size
     x = rng.standard_normal((rows, cols), dtype=np.float32) * np.float32(getattr(size, "scale", 1.0))
     return bf16.from_f32(x)                   # (rows, cols) bf16 bits
+
+
+def _torch_softmax(x):
+    import torch
+
+    return torch.softmax(x.view(torch.bfloat16), dim=-1)
+
+
+def _torch_rms_norm(x, w):
+    import torch
+
+    return torch.nn.functional.rms_norm(x.view(torch.bfloat16), (x.shape[-1],), w.view(torch.bfloat16), RMS_EPS)
 
 
 def _softmax_inputs(rng, size):
@@ -141,7 +161,7 @@ softmax_bf16 = Problem(
          "the row maximum first. Sum in float32; convert to bf16 only when storing.",
     bytes_moved=lambda s: 2 * 2 * s[0] * s[1],   # read x, write y: 2 B each per element
     bench_size=Rows(32768, 8192),
-    peer=None, target=1.0, floor=0.25,            # peer: torch.softmax, set below
+    peer=peers.torch_op("torch.softmax", _torch_softmax), target=1.0, floor=0.25,
 )
 
 
@@ -177,7 +197,7 @@ rmsnorm_bf16 = Problem(
          "squares overflow float16), and multiply by the weight w[col].",
     bytes_moved=lambda s: 2 * 2 * s[0] * s[1] + 2 * s[1],   # read x, write y (2 B each), read w once
     bench_size=Rows(32768, 4096),
-    peer=None, target=1.0, floor=0.25,            # peer: torch rms_norm, set below
+    peer=peers.torch_op("torch rms_norm", _torch_rms_norm), target=1.0, floor=0.25,
 )
 
 
@@ -207,7 +227,7 @@ layernorm = Problem(
     tolerance=lambda s, dt: (2e-3, 2e-3),
     bytes_moved=lambda s: 2 * 4 * s[0] * s[1],
     bench_size=Rows(32768, 4096),
-    peer="copy", target=0.7, floor=0.1,
+    peer=peers.copy(), target=0.7, floor=0.1,
 )
 
 
@@ -227,7 +247,7 @@ scan = Problem(
     hint="y[i] = x[0] + … + x[i]. Across blocks: scan each block, scan the block totals, "
          "then add to every element the total of all earlier blocks.",
     bytes_moved=lambda n: 2 * 4 * n,
-    bench_size=1 << 26, peer="copy", target=0.5, floor=0.05,
+    bench_size=1 << 26, peer=peers.copy(), target=0.5, floor=0.05,
 )
 
 BINS = 256
@@ -247,57 +267,12 @@ histogram = Problem(
     hidden_sizes=[7, 65_537], hidden_sim_sizes=[5, 2049],
     hint="The output arrives filled with poison: zero the counts first.",
     bytes_moved=lambda n: 4 * n,
-    bench_size=1 << 26, peer="copy", target=0.5, floor=0.05,
+    bench_size=1 << 26, peer=peers.copy(), target=0.5, floor=0.05,
 )
 
 
 # ------------------------------------------------------------------ torch peers (GPU only)
-class TorchPeer:
-    """A torch op on tensors of the problem's bench size, allocated at the first call.
-
-    bench(peer=...) times it in the same run as the learner's kernel. torch is only
-    imported here, on a GPU.
-    """
-
-    def __init__(self, name: str, make):
-        self.__name__ = name
-        self._make = make
-        self._run = None
-
-    def __call__(self):
-        if self._run is None:
-            self._run = self._make()
-        return self._run()
+torch_sum = peers.torch_op("torch.sum", _torch_sum)      # the reference's second goal (≥ torch.sum)
 
 
-def _torch_softmax_fn(size):
-    def make():
-        import torch
-
-        x = torch.randn(*size, device="cuda", dtype=torch.bfloat16)
-        return lambda: torch.softmax(x, dim=-1)
-    return make
-
-
-def _torch_rmsnorm_fn(size):
-    def make():
-        import torch
-
-        x = torch.randn(*size, device="cuda", dtype=torch.bfloat16)
-        w = torch.ones(size[1], device="cuda", dtype=torch.bfloat16)
-        return lambda: torch.nn.functional.rms_norm(x, (size[1],), w, RMS_EPS)
-    return make
-
-
-def _torch_sum_fn(n):
-    def make():
-        import torch
-
-        x = torch.rand(n, device="cuda", dtype=torch.float32)
-        return lambda: torch.sum(x)
-    return make
-
-
-softmax_bf16.peer = TorchPeer("torch.softmax", _torch_softmax_fn(tuple(softmax_bf16.bench_size)))
-rmsnorm_bf16.peer = TorchPeer("torch rms_norm", _torch_rmsnorm_fn(tuple(rmsnorm_bf16.bench_size)))
-torch_sum = TorchPeer("torch.sum", _torch_sum_fn(total_sum.bench_size))   # the reference's second goal
+_integrity.record_problems(globals())   # the fields checks rely on, before any learner code

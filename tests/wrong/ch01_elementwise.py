@@ -12,7 +12,7 @@ import numpy as np
 from numba import cuda, float32, uint64
 from numba.types import float16
 
-from tools.nbcells import definitions
+from grader.notebooks import definitions
 
 L04 = definitions("solutions/01_elementwise/04_vectors_half_precision_fusion.ipynb",
                   cells=["l04_setup", "l04_formats", "l04_activations"])

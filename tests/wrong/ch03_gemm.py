@@ -172,7 +172,7 @@ def torch_matmul(a, b, c):
 
 
 # ---------------------------------------------------------------- lesson 02's graded v3, with one mistake
-# Built from the notebook's own v3 cell (tests/ch03_cells.py), so they follow the reference's form.
+# Built from the notebook's own v3 cell (grader.notebooks), so they follow the reference's form.
 V3_MISTAKES = {
     # the tile loop stops before the last partial K tile
     "skips_k_remainder": ("    for k0 in range(0, K, BK):", "    for k0 in range(0, K - K % BK, BK):"),
@@ -190,11 +190,12 @@ V3_MISTAKES = {
 
 def register_tiled_v3(mistake: str):
     """launch_v3 of solutions/03_gemm/02_register_tiling.ipynb with one mistake from V3_MISTAKES."""
-    from ch03_cells import cell_source, load
+    from grader.notebooks import cell_source
+    from tests.conftest import lesson, solution
 
     old, new = V3_MISTAKES[mistake]
-    ns = load("02_register_tiling.ipynb", ["v2_2d"])
-    src = cell_source("02_register_tiling.ipynb", "v3_quads")
+    ns = lesson("03_gemm", "02_register_tiling.ipynb", ["v2_2d"])
+    src = cell_source(solution("03_gemm", "02_register_tiling.ipynb"), "v3_quads")
     assert src.count(old) == 1, f"the v3 cell changed: {old!r} not found once"
     src = src.replace(old, new).replace("### BEGIN SOLUTION", "").replace("### END SOLUTION", "")
     exec(compile(src, f"v3_{mistake}", "exec"), ns)

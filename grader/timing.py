@@ -1,6 +1,7 @@
-"""bench: how fast is it, as a fraction of a peer measured on the same GPU?
+"""bench: timing on the GPU, the way the lessons teach it.
 
-Timing follows the method the lessons teach:
+This module only measures; what a figure is compared with (a peer) is grader.peers, and the
+verbs that put the two side by side are grader.speed. The method:
 * CUDA events around the kernel only (nothing else inside the timed region);
 * warm-up launches first (JIT compilation, module load);
 * the L2 cache flushed before every repetition, so each run reads from DRAM;
@@ -8,7 +9,10 @@ Timing follows the method the lessons teach:
   time budget is spent; report the median.
 
 The timer and the clock are parameters, so the stopping logic is tested on the
-CPU with a fake clock (tests/test_bench.py).
+CPU with a fake clock (tests/test_timing_and_peers.py).
+
+A :class:`Measurement` holds the times, the work (bytes or FLOPs), and the peer's figure from
+the same run; ``str(m)`` prints the figure beside its peer and the device.
 """
 from __future__ import annotations
 
@@ -20,7 +24,7 @@ from typing import Callable
 
 import numpy as np
 
-from ._mode import SIMULATOR
+from .backend import SIMULATOR
 
 FLUSH_BYTES = 512 * 2**20     # > 2× the L2 of every GPU in device.PUBLISHED (B200: 126 MB)
 
@@ -34,6 +38,7 @@ class Measurement:
     peer_name: str | None = None
     peer_value: float | None = None     # same unit as ``value``
     device: str = ""
+    note: str = "no GPU"                # why nothing was measured, when nothing was
 
     @property
     def measured(self) -> bool:
@@ -71,7 +76,7 @@ class Measurement:
 
     def __str__(self) -> str:
         if not self.measured:
-            return f"{self.label}: speed not measured: no GPU"
+            return f"{self.label}: speed not measured: {self.note}"
         s = f"{self.label}: {_num(self.value)} {self.unit}"
         if self.peer_value:
             s += (f" = {100 * self.fraction:.0f}% of {self.peer_name} "
@@ -243,26 +248,12 @@ _fill = _Lazy(_make_fill)
 _sleep = _Lazy(_make_sleep)
 
 
-def bench(fn: Callable[[], object], *, label: str = "kernel", bytes: int | None = None,
-          flops: int | None = None, peer: str | Callable | None = "copy", peer_label: str | None = None,
-          before_each: Callable[[], None] | None = None, flush: bool = True, budget_s: float = 3.0,
-          timer: Callable | None = None, peer_size=None) -> Measurement:
-    """Time ``fn()`` (which launches the kernel) and compare with a peer.
-
-    bytes / flops  what one call moves / computes: the figure is GB/s or TFLOP/s.
-    peer           "copy" (device-to-device copy bandwidth), "matmul_bf16" / "matmul_fp16" /
-                   "matmul_fp32" (torch.matmul, i.e. cuBLAS), a callable timed the same way
-                   in this call (e.g. the torch op the lesson races), or None.
-    peer_size      the size ``fn`` runs at: a matmul peer is then cuBLAS at that shape, timed
-                   as ``fn`` is (grader.device.peer); without it, the 8192³ product.
-    Without a GPU nothing is timed and the measurement says so.
-    """
-    m = Measurement(label=label, bytes=bytes, flops=flops)
+def time_call(fn: Callable[[], object], *, before_each: Callable[[], None] | None = None, flush: bool = True,
+              budget_s: float = 3.0, timer: Callable | None = None, warmup: int = 3, min_reps: int = 10) -> list:
+    """Seconds per call of ``fn`` on the GPU: events around each call, the L2 flushed and
+    ``before_each`` run before each one (outside the timed region). [] in the simulator."""
     if SIMULATOR:
-        return m
-    from . import device
-
-    m.device = device.info().name
+        return []
     timer = timer or EventTimer()
 
     def prepare():
@@ -271,11 +262,4 @@ def bench(fn: Callable[[], object], *, label: str = "kernel", bytes: int | None 
         if before_each:
             before_each()
 
-    m.times_s = repeat(lambda: timer(fn), before_each=prepare, budget_s=budget_s)
-    if callable(peer):
-        p = bench(peer, label=peer_label or "peer", bytes=bytes, flops=flops, peer=None, flush=flush,
-                  budget_s=budget_s, timer=timer)
-        m.peer_name, m.peer_value = peer_label or getattr(peer, "__name__", "peer"), p.value
-    elif peer is not None:
-        m.peer_name, m.peer_value = device.peer(peer, size=peer_size)
-    return m
+    return repeat(lambda: timer(fn), before_each=prepare, budget_s=budget_s, warmup=warmup, min_reps=min_reps)

@@ -1,6 +1,6 @@
 """Compile chapter 01's kernels for sm_90 (PTX) without a GPU, and check what they became.
 
-Run with the simulator OFF: ``NUMBA_ENABLE_CUDASIM=0 python tests/gpu/compile_ch01.py``.
+Run with the simulator OFF: ``NUMBA_ENABLE_CUDASIM=0 python dev/ch01_elementwise/compile.py``.
 Exit 77 when NVVM (the CUDA toolkit's compiler library) is missing. Numba asks the current
 device for its compute capability while typing calls to overloads; with no GPU we answer sm_90.
 """
@@ -33,7 +33,11 @@ _fake = pytypes.SimpleNamespace(compute_capability=(9, 0), id=0)
 _api.get_current_device = lambda: _fake
 _disp.get_current_device = lambda: _fake
 
-from tools.nbcells import definitions  # noqa: E402
+backend = pytypes.ModuleType("grader.backend")      # "there is a GPU": importing grader must not
+backend.SIMULATOR, backend.gpu_count = False, lambda: 1   # switch Numba to its simulator here
+sys.modules["grader.backend"] = backend
+
+from grader.notebooks import definitions  # noqa: E402
 
 PRELUDE = """
 import math

@@ -1,6 +1,6 @@
 """Compile chapter 02's kernels for sm_90 (PTX) without a GPU, and look at what they became.
 
-    NUMBA_ENABLE_CUDASIM=0 python tests/gpu/compile_ch02.py
+    NUMBA_ENABLE_CUDASIM=0 python dev/ch02_reduce/compile.py
 
 Exit 77 when NVVM (the CUDA toolkit's compiler library) is missing. grader would
 choose the simulator on a machine with no GPU, so this script tells it there is
@@ -17,7 +17,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
 if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
     sys.exit("run with the simulator off: NUMBA_ENABLE_CUDASIM=0")
 os.environ["NUMBA_ENABLE_CUDASIM"] = "0"
@@ -39,12 +38,16 @@ _api.get_current_device = lambda: _fake
 _disp.get_current_device = lambda: _fake
 cuda.get_current_device = lambda: _fake
 
-mode = pytypes.ModuleType("grader._mode")           # "there is a GPU"
+mode = pytypes.ModuleType("grader.backend")         # "there is a GPU"
 mode.SIMULATOR, mode.gpu_count = False, lambda: 1
 mode.numba_cuda_mismatch = lambda: None
-sys.modules["grader._mode"] = mode
+sys.modules["grader.backend"] = mode
 
-from ch02_cells import load  # noqa: E402
+from grader.notebooks import run_cells  # noqa: E402
+
+
+def load(notebook, cells):
+    return run_cells(ROOT / "solutions" / "02_reduce" / notebook, ["setup", *cells])
 
 f32, i32, u16, u32, u64 = types.float32, types.int32, types.uint16, types.uint32, types.uint64
 A1 = lambda t: types.Array(t, 1, "C")               # noqa: E731

@@ -33,7 +33,7 @@ import threading
 import numpy as np
 
 _installed = False
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep   # grader/
 
 
 class SharedMemoryRace(RuntimeError):

@@ -1,8 +1,9 @@
 """Where kernels run: a real CUDA GPU, or Numba's CUDA simulator on the CPU.
 
 Decided once, at the first ``import grader``, *before* Numba's CUDA module is
-imported: with no usable GPU we set ``NUMBA_ENABLE_CUDASIM=1`` so every
-``@cuda.jit`` kernel in a lesson runs in the simulator instead of failing.
+imported: with no usable GPU (grader.cuda.toolchain asks the driver) we set
+``NUMBA_ENABLE_CUDASIM=1`` so every ``@cuda.jit`` kernel in a lesson runs in the
+simulator instead of failing.
 
 Overrides (environment variables):
   GRADER_FORCE_SIM=1   use the simulator even on a GPU machine (tests, demos)
@@ -10,34 +11,10 @@ Overrides (environment variables):
 """
 from __future__ import annotations
 
-import ctypes
 import os
 import sys
 
-_LIBCUDA_NAMES = ("libcuda.so.1", "libcuda.so", "nvcuda.dll")
-
-
-def gpu_count() -> int:
-    """Number of CUDA devices the driver reports, 0 when there is no driver or GPU.
-
-    Asks libcuda directly (cuInit + cuDeviceGetCount): cheap, and it imports
-    neither Numba nor torch, so the simulator can still be chosen afterwards.
-    """
-    for name in _LIBCUDA_NAMES:
-        try:
-            lib = ctypes.CDLL(name)
-        except OSError:
-            continue
-        try:
-            if lib.cuInit(0) != 0:
-                return 0
-            count = ctypes.c_int(0)
-            if lib.cuDeviceGetCount(ctypes.byref(count)) != 0:
-                return 0
-            return count.value
-        except AttributeError:
-            return 0
-    return 0
+from .cuda.toolchain import gpu_count
 
 
 def _choose() -> bool:

@@ -4,7 +4,7 @@ import math
 import pytest
 
 import grader
-from grader.bench import HEAD_START_MAX_US, HEAD_START_US, Measurement, head_start_us, repeat, spread
+from grader.timing import HEAD_START_MAX_US, HEAD_START_US, Measurement, head_start_us, repeat, spread
 from grader.score import points_for, speed_points
 
 
@@ -113,43 +113,56 @@ def test_without_a_gpu_speed_scores_zero_and_says_so(capsys):
     assert "speed not graded: no GPU" in capsys.readouterr().out
 
 
-# --- the peer a GEMM is compared with: cuBLAS at the candidate's own shape, timed the same way
-def _fake_peers(monkeypatch):
-    from grader import device
+# --- peers: measured once per size, on the candidate's own inputs, by the same bench
+def _fake_timing(monkeypatch, seconds=1e-3):
+    from grader import timing as bench
 
     calls = []
-    monkeypatch.setattr(device, "_measured", {})
-    monkeypatch.setattr(device, "_save", lambda *a: None)
-    monkeypatch.setattr(device, "copy_bandwidth", lambda: calls.append(("copy",)) or 3000.0)
-    monkeypatch.setattr(device, "matmul_tflops", lambda dt: calls.append(("8192", dt)) or 700.0)
-    monkeypatch.setattr(device, "matmul_tflops_at", lambda dt, shape: calls.append((shape, dt)) or 650.0)
-    return device, calls
+    monkeypatch.setattr(bench, "time_call", lambda fn, **kw: calls.append(fn) or [seconds] * 10)
+    return calls
 
 
-def test_a_matmul_peer_is_measured_at_the_shape_it_is_given_once_per_shape(monkeypatch):
-    from grader.problems.gemm import Shape
+def test_a_peer_is_measured_once_per_size(monkeypatch):
+    from grader import peers
 
-    device, calls = _fake_peers(monkeypatch)
-    assert device.peer("matmul_bf16", size=Shape(4096, 4096, 4096)) == ("cuBLAS bf16", 650.0)
-    device.peer("matmul_bf16", size=Shape(4096, 4096, 4096))            # cached
-    device.peer("matmul_bf16", size=Shape(1000, 1030, 1010))            # another shape: measured
-    assert device.peer("matmul_bf16") == ("cuBLAS bf16", 700.0)        # no size: the 8192³ product
-    assert device.peer("copy", size=1 << 20) == ("copy bandwidth", 3000.0)   # copy takes no size
-    assert calls == [((4096, 4096, 4096), "bf16"), ((1000, 1030, 1010), "bf16"), ("8192", "bf16"), ("copy",)]
+    calls = _fake_timing(monkeypatch)
+    prepared = []
+    peer = peers.Peer("fake", lambda ctx: prepared.append(ctx.size) or (lambda: None), needs_torch=False)
+    monkeypatch.setattr(peers, "_measured", {})
+    assert peers.measure(peer, peers.PeerInputs(size=(64, 64), flops=2e12)) == ("fake", 2000.0)   # TFLOP/s
+    peers.measure(peer, peers.PeerInputs(size=(64, 64), flops=2e12))                             # cached
+    assert peers.measure(peer, peers.PeerInputs(size=(8, 8), bytes=3e9)) == ("fake", 3000.0)      # GB/s
+    assert prepared == [(64, 64), (8, 8)] and len(calls) == 2
 
 
-def test_bench_hands_its_size_to_the_peer(monkeypatch):
+def test_best_names_the_faster_peer(monkeypatch):
+    from grader import peers
+    from grader import timing as bench
+
+    monkeypatch.setattr(peers, "_measured", {})
+    speeds = {"slow": 2e-3, "fast": 1e-3}
+    monkeypatch.setattr(bench, "time_call", lambda fn, **kw: [fn()] * 10)
+    both = peers.best("ceiling", *(peers.Peer(n, lambda ctx, t=t: (lambda: t), needs_torch=False)
+                                   for n, t in speeds.items()))
+    assert peers.measure(both, peers.PeerInputs(bytes=1e9)) == ("ceiling (fast)", 1000.0)
+
+
+def test_measure_gives_the_peer_the_candidates_inputs_at_the_timed_size(monkeypatch):
+    """A peer runs on the problem's own device inputs, at the size the candidate is timed at."""
     import importlib
 
-    from grader.problems.gemm import Shape
+    from grader import peers
+    from grader.problems import elementwise as P
 
-    B = importlib.import_module("grader.bench")      # (grader.bench is also the function's name)
-
-    device, calls = _fake_peers(monkeypatch)
-    monkeypatch.setattr(B, "SIMULATOR", False)
-    monkeypatch.setattr(device, "info", lambda: type("I", (), {"name": "fake GPU"})())
-    m = B.bench(lambda: None, label="hgemm", flops=2 * 4096**3, peer="matmul_bf16", flush=False,
-                timer=lambda fn: 1e-3, peer_size=Shape(4096, 4096, 4096))
-    assert calls == [((4096, 4096, 4096), "bf16")]
-    assert m.peer_value == 650.0 and m.device == "fake GPU"
-    assert math.isclose(m.fraction, 2 * 4096**3 / 1e-3 / 1e12 / 650.0)
+    speed = importlib.import_module("grader.speed")      # (grader.speed is also the verb's name)
+    _fake_timing(monkeypatch)
+    monkeypatch.setattr(peers, "_measured", {})
+    monkeypatch.setattr(speed, "SIMULATOR", False)
+    monkeypatch.setattr(speed, "not_here", lambda problem: None)
+    monkeypatch.setattr(speed, "_device_name", lambda: "fake GPU")
+    seen = []
+    peer = peers.Peer("fake copy", lambda ctx: seen.append(ctx) or (lambda: None), needs_torch=False)
+    m = speed.measure(lambda a, b, c: None, P.vector_add, "v1", size=1000, peer=peer)
+    (ctx,) = seen
+    assert ctx.size == 1000 and sorted(ctx.arrays) == ["a", "b"] and ctx.bytes == 3 * 4 * 1000
+    assert m.peer_name == "fake copy" and m.device == "fake GPU" and math.isclose(m.fraction, 1.0)

@@ -1,4 +1,4 @@
-"""Compiled CUDA C++ / CuTe cells (grader.cuda_cells) and SASS rubrics (grader.sass).
+"""Compiled CUDA C++ / CuTe cells (grader.cuda) and SASS rubrics (grader.cuda.sass).
 
 CPU tests compile real cubins with NVRTC (and nvcc where present) and read
 their SASS with cuobjdump; tests marked ``gpu`` launch the kernels and are
@@ -18,13 +18,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from grader import cuda_cells as cc
-from grader import sass
+from grader import cuda as cc
+from grader.cuda import magic, signature, toolchain
+from grader.cuda import sass
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "solutions" / "03_gemm" / "00_compiled_cells.ipynb"
 HAVE_GPU = cc.gpu_available()
-HAVE_NVCC = cc.nvcc_path() is not None
+HAVE_NVCC = toolchain.tool_path("nvcc") is not None
 gpu = pytest.mark.gpu
 needs_gpu = pytest.mark.skipif(not HAVE_GPU, reason="needs a CUDA GPU")
 
@@ -58,7 +59,7 @@ def demo():
     """The demo notebook's %%cuda cells, compiled as the magic would."""
     ns: dict = {}
     for name, (line, body) in _demo_cells().items():
-        cc.cuda_cell_magic(line, body, ns)
+        magic.cuda_cell(line, body, ns)
     return ns
 
 
@@ -221,7 +222,7 @@ extern "C" __global__ void umma(unsigned long long adesc, unsigned long long bde
 
 
 def test_confirmed_opcodes(demo):
-    """The names in grader.sass's table, on real builds."""
+    """The names in grader.cuda.sass's table, on real builds."""
     for arch in ("sm_80", "sm_89", "sm_90a"):
         ops = sass.opcodes(cc.compile_cuda(PROBES, name="probes", arch=arch), "frag_bf16", full=True)
         assert ops["HMMA.16816.F32.BF16"] == 1, (arch, ops)
@@ -298,8 +299,10 @@ def test_cache_hit_never_compiles(monkeypatch):
     def boom(*a, **k):
         raise AssertionError("the compiler was called on a cache hit")
 
-    monkeypatch.setattr(cc, "_run_nvrtc", boom)
-    monkeypatch.setattr(cc, "_run_nvcc", boom)
+    from grader.cuda import compiler
+
+    monkeypatch.setattr(compiler, "_run_nvrtc", boom)
+    monkeypatch.setattr(compiler, "_run_nvcc", boom)
     again = cc.compile_cuda(src, name="cached")
     assert again.from_cache and again.cubin == first.cubin and again.log == first.log
     assert cc.STATS["compiles"] == before["compiles"] + 1
@@ -375,7 +378,7 @@ def test_name_expressions_and_mangled_lookup():
 
 
 def test_signature_parsing_types_scalars():
-    sig = cc.parse_kernel_signatures(
+    sig = signature.kernel_signatures(
         'extern "C" __global__ void __launch_bounds__(256) f(const float* __restrict__ a, int n, '
         'float alpha, unsigned long long m, size_t bytes, const __grid_constant__ TensorMap t, double d[]) {}\n'
         "template <int T> __global__ void g(float* x) {}\n")
@@ -424,7 +427,7 @@ def test_magic_binds_module_and_renders_errors(capfd):
 
 
 def test_magic_line_parsing():
-    a = cc._parse_magic_line("gemm --arch sm_100a --nvcc -k 'tile<64, 32>' -lineinfo -maxrregcount=64 --log")
+    a = magic.parse_magic_line("gemm --arch sm_100a --nvcc -k 'tile<64, 32>' -lineinfo -maxrregcount=64 --log")
     assert a["name"] == "gemm" and a["arch"] == "sm_100a" and a["nvcc"] and a["log"]
     assert a["kernels"] == ["tile<64, 32>"] and a["options"] == ["-lineinfo", "-maxrregcount=64"]
 
@@ -436,7 +439,7 @@ def test_architecture_defaults(monkeypatch):
     monkeypatch.setenv("GRADER_CUDA_ARCH", "89")
     assert cc.default_arch() == "sm_89"
     with pytest.raises(ValueError):
-        cc._normalise_arch("hopper")
+        toolchain.normalise_arch("hopper")
 
 
 def test_include_paths_are_found():
@@ -447,7 +450,7 @@ def test_include_paths_are_found():
 
 def test_import_needs_no_torch_and_no_gpu():
     code = ("import sys; sys.modules['torch'] = None\n"
-            "import grader.cuda_cells, grader.sass\n"
+            "import grader.cuda, grader.cuda.sass\n"
             "assert 'torch' not in [m for m in sys.modules if sys.modules[m] is not None]\n")
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
@@ -495,7 +498,7 @@ def test_gpu_mma_tile_matches_numpy(demo, cell, kernel):
 @gpu
 @needs_gpu
 def test_gpu_wgmma_matches_numpy(demo):
-    if tuple(cc._device().compute_capability) != (9, 0):
+    if toolchain.compute_capability() != (9, 0):
         pytest.skip("wgmma (sm_90a) runs on Hopper only")
     from numba import cuda
 
@@ -566,7 +569,7 @@ def test_typed_arguments_are_accepted_by_cuda_core(demo):
 
 def test_a_macro_parameter_list_is_left_to_the_driver():
     # a kernel declared as k(ARGS) must not look like a one-argument kernel (it failed to launch)
-    from grader.cuda_cells import parse_kernel_signatures
+    from grader.cuda.signature import kernel_signatures as parse_kernel_signatures
 
     src = ('#define ARGS const float* a, int n\n'
            'extern "C" __global__ void k(ARGS) {}\n'

@@ -11,7 +11,8 @@
   thread has written yet -- typically a missing ``cuda.syncthreads()`` -- gets
   NaN, which every check refuses. (The simulator's own arrays start with
   whatever ``np.empty`` returns, which could hide such a read.)
-* Warp intrinsics (shuffles, votes) are added when ``grader.sim_warp`` exists.
+* Warp intrinsics (shuffles, votes: :mod:`grader.sim.warp`) and a shared-memory race check
+  (:mod:`grader.sim.race`) are added; :mod:`grader.sim.trace` records who touched which element.
 
 Nothing here does anything unless the simulator is active.
 """
@@ -22,17 +23,13 @@ import ctypes
 import os
 import threading
 
+from ..errors import KernelTimeout
+from ..launches import note_launch
+
 DEFAULT_TIMEOUT_S = float(os.environ.get("GRADER_SIM_TIMEOUT", "60"))
 _timeout_s = DEFAULT_TIMEOUT_S
 _installed = False
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
-
-
-class KernelTimeout(RuntimeError):
-    """A simulated kernel ran past the time bound and was stopped."""
-
-    def _render_traceback_(self):  # IPython: show the message, not a traceback wall
-        return [f"KernelTimeout: {self}"]
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep   # grader/
 
 
 class _Stop(Exception):
@@ -171,8 +168,6 @@ def install() -> None:
         # device functions and calls made from inside a kernel run unbounded
         if self._device or simkernel._kernel_context is not None:
             return original_call(self, *args)
-        from .integrity import note_launch
-
         note_launch()
         try:
             return run_bounded(lambda: original_call(self, *args), name=self.fn.__name__)
@@ -193,14 +188,11 @@ def install() -> None:
 
     threading.excepthook = quiet_stop
     _poison_shared_memory()
-    try:
-        from . import sim_warp
-    except ImportError:
-        sim_warp = None
-    if sim_warp is not None:
-        sim_warp.install()
-    if os.environ.get("GRADER_SIM_RACECHECK", "1") != "0":
-        from . import sim_race
+    from . import warp
 
-        sim_race.install()   # after sim_warp: it wraps the syncwarp that sim_warp adds
+    warp.install()
+    if os.environ.get("GRADER_SIM_RACECHECK", "1") != "0":
+        from . import race
+
+        race.install()       # after warp: it wraps the syncwarp that warp adds
     _installed = True

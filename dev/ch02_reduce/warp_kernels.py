@@ -7,7 +7,7 @@ on fixed inputs and returns ``{output name: numpy array}``.
 
 Import this module after choosing the target: set ``NUMBA_ENABLE_CUDASIM=1``
 before numba is first imported for the simulator, and call
-``grader.sim_warp.install()`` (``run_case`` does that; it is a no-op on a GPU).
+``grader.sim.warp.install()`` (``run_case`` does that; it is a no-op on a GPU).
 """
 
 import math
@@ -29,7 +29,7 @@ def case(function):
 
 def run_case(name):
     """Run one case on the current target; returns its output arrays."""
-    from grader import sim_warp
+    from grader.sim import warp as sim_warp
 
     sim_warp.install()
     return CASES[name]()

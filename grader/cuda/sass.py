@@ -1,0 +1,332 @@
+"""Machine-code (SASS) inspection with no GPU, and structural rubrics.
+
+A cell compiled with :func:`grader.cuda.compile_cuda` (or ``%%cuda``) yields a
+cubin; ``cuobjdump --dump-sass`` (grader.cuda.toolchain finds it and the
+``nvdisasm`` it drives) disassembles it here, on any machine.  A rubric then
+asks about the instructions the hardware will really run::
+
+    from grader.cuda.sass import require
+    require(mma_mod, "mma_tile", present=["HMMA", "LDSM", "LDGSTS"], absent=["LDL", "STL"])
+
+A pattern names an opcode (``"HMMA"``) or an opcode with leading modifiers
+(``"HMMA.16816.F32"``, ``"LDG.E.128"``); it matches an instruction whose
+opcode is equal or continues with ``"."``.  ``require`` returns a
+:class:`SassReport` and raises :class:`RubricFailed` (an ``AssertionError``)
+naming what is missing and what is forbidden but present.
+
+Opcodes confirmed on builds made here (NVRTC 13.5 -> cubin, cuobjdump 13.5;
+``tests/test_cuda.py::test_confirmed_opcodes`` keeps them honest):
+
+=============================================  ==================  ==========================================
+PTX / source                                   targets checked     SASS opcode as cuobjdump prints it
+=============================================  ==================  ==========================================
+mma.sync m16n8k16 .f32.f16.f16.f32             sm_80 sm_90a sm_100a ``HMMA.16816.F32``
+mma.sync m16n8k16 .f32.bf16.bf16.f32           sm_80 sm_89 sm_90a  ``HMMA.16816.F32.BF16``
+ldmatrix .x1 / .x2 / .x4                       sm_80 sm_90a sm_100a ``LDSM.16.M88`` / ``LDSM.16.M88.2`` / ``LDSM.16.M88.4``
+ldmatrix ... .trans                            sm_80 sm_89 sm_90a  ``LDSM.16.MT88`` / ``.MT88.2`` / ``.MT88.4``
+cp.async.cg.shared.global 16 B                 sm_80 sm_90a sm_100a ``LDGSTS.E.BYPASS.128``
+cp.async.commit_group / wait_group N           sm_80 sm_90a        ``LDGDEPBAR`` / ``DEPBAR.LE``
+wgmma.mma_async m64n8k16 .f32.f16.f16          sm_90a              ``HGMMA.64x8x16.F32`` (``HGMMA.64xNx16...``)
+wgmma.fence / wgmma.wait_group                 sm_90a              ``WARPGROUP.ARRIVE`` / ``WARPGROUP.DEPBAR.LE``
+fence.proxy.async.shared::cta                  sm_90a              ``FENCE.VIEW.ASYNC.S``
+cp.async.bulk.tensor.2d (TMA load)             sm_90a              ``UTMALDG.2D``
+mbarrier.try_wait / arrive.expect_tx           sm_90a              ``SYNCS.PHASECHK.TRANS64.TRYWAIT`` / ``SYNCS.ARRIVE.TRANS64``
+tcgen05.mma.cta_group::1.kind::f16             sm_100a             ``UTCHMMA``
+tcgen05.mma.cta_group::1.kind::f8f6f4          sm_100a             ``UTCQMMA``
+tcgen05.ld.sync.aligned.32x32b                 sm_100a             ``LDTM``
+tcgen05.alloc                                  sm_100a             ``UTCATOMSWS.FIND_AND_SET.ALIGN``
+per-thread array indexed at run time           sm_80 sm_89 sm_90a  ``STL`` / ``LDL`` (ptxas: "N bytes stack frame")
+naive fp32 dot product loop                    sm_80 sm_90a        ``FFMA`` (no ``HMMA``)
+=============================================  ==================  ==========================================
+
+A small per-thread array indexed with a run-time value may still stay in
+registers (ptxas turns it into compares and selects, e.g. a 64-float array
+read once); the test kernel writes through run-time indices to force memory.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import re
+import subprocess
+import tempfile
+from collections import Counter
+from pathlib import Path
+from typing import Iterable
+
+from . import toolchain
+from .diagnostics import find_mangled, parse_ptxas_report
+
+__all__ = ["RubricFailed", "SassReport", "Instruction", "disassemble", "parse_sass", "opcodes",
+           "resource_usage", "require", "cubin_bytes", "run_cuobjdump"]
+
+#: What a learner's C++ exercise holds until it is written (nbgrader's stub for C++ regions).
+STUB = "// YOUR CODE HERE"
+
+
+class RubricFailed(AssertionError):
+    """A structural rubric was not met.  ``.report`` holds the :class:`SassReport`."""
+
+    def __init__(self, message: str, report: "SassReport | None" = None):
+        super().__init__(message)
+        self.report = report
+
+    def _render_traceback_(self):
+        return ["RubricFailed: " + str(self).splitlines()[0]] + str(self).splitlines()[1:]
+
+
+def cubin_bytes(obj) -> bytes:
+    """The cubin of a CudaModule, a CudaKernel, raw bytes or a path."""
+    if isinstance(obj, (bytes, bytearray)):
+        return bytes(obj)
+    if isinstance(obj, (str, os.PathLike)):
+        return Path(obj).read_bytes()
+    cub = getattr(obj, "cubin", None)
+    if cub is None and getattr(obj, "module", None) is not None:      # a CudaKernel
+        cub = obj.module.cubin
+    if cub is None:
+        raise TypeError(f"expected a CudaModule, CudaKernel, cubin bytes or a path, got {type(obj).__name__}")
+    return cub
+
+
+_dump_cache: dict[tuple[str, bytes], str] = {}
+
+
+def run_cuobjdump(flag: str, cubin: bytes) -> str:
+    """``cuobjdump FLAG`` of a cubin (``--dump-sass``, ``-res-usage``), cached per content."""
+    key = (flag, hashlib.sha1(cubin).digest())
+    if key in _dump_cache:
+        return _dump_cache[key]
+    with tempfile.TemporaryDirectory(prefix="sass-") as tmp:
+        f = Path(tmp) / "k.cubin"
+        f.write_bytes(cubin)
+        p = subprocess.run([toolchain.require_tool("cuobjdump"), flag, str(f)], capture_output=True,
+                           text=True, env=toolchain.tool_env())
+    if p.returncode != 0:
+        raise RuntimeError(f"cuobjdump {flag} failed: {(p.stderr or p.stdout).strip()}")
+    _dump_cache[key] = p.stdout
+    return p.stdout
+
+
+# ---------------------------------------------------------------------------
+# Parsing
+# ---------------------------------------------------------------------------
+_FUNC = re.compile(r"^\s*Function\s*:\s*(\S+)")
+_INSN = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;")
+
+
+@dataclasses.dataclass
+class Instruction:
+    offset: int
+    predicate: str   # "" or e.g. "@!P0"
+    opcode: str      # with modifiers, e.g. "HMMA.16816.F32.BF16"
+    operands: str
+
+    @property
+    def base(self) -> str:
+        return self.opcode.split(".", 1)[0]
+
+    def __str__(self):
+        return f"{self.predicate + ' ' if self.predicate else ''}{self.opcode} {self.operands}".strip()
+
+
+def parse_sass(text: str) -> dict[str, list[Instruction]]:
+    """``cuobjdump --dump-sass`` text -> {function symbol: [Instruction]}."""
+    out: dict[str, list[Instruction]] = {}
+    cur = None
+    for line in text.splitlines():
+        m = _FUNC.match(line)
+        if m:
+            cur = out.setdefault(m.group(1), [])
+            continue
+        m = _INSN.match(line)
+        if m and cur is not None:
+            body = m.group(2).strip()
+            pred = ""
+            if body.startswith("@"):
+                pred, _, body = body.partition(" ")
+            op, _, rest = body.strip().partition(" ")
+            cur.append(Instruction(int(m.group(1), 16), pred, op, rest.strip()))
+    return out
+
+
+def _functions(obj) -> dict[str, list[Instruction]]:
+    return parse_sass(run_cuobjdump("--dump-sass", cubin_bytes(obj)))
+
+
+def _resolve(obj, kernel: str | None, funcs: dict) -> str:
+    """The SASS function of a kernel name, name expression or symbol."""
+    if kernel is None:
+        if len(funcs) == 1:
+            return next(iter(funcs))
+        raise KeyError(f"name the kernel: this cubin holds {', '.join(funcs)}")
+    if kernel in funcs:
+        return kernel
+    module = getattr(obj, "module", obj)
+    symbol_of = getattr(module, "symbol", None)
+    if callable(symbol_of):
+        try:
+            s = symbol_of(kernel)
+            if s in funcs:
+                return s
+        except KeyError:
+            pass
+    hits = find_mangled(kernel, funcs)
+    if len(hits) == 1:
+        return hits[0]
+    raise KeyError(f"no kernel {kernel!r} in the SASS; functions: {', '.join(funcs)}")
+
+
+def disassemble(obj, kernel: str | None = None) -> str:
+    """SASS text (opcodes and operands, one per line) of one kernel, or the whole
+    ``cuobjdump --dump-sass`` listing when ``kernel`` is None."""
+    cub = cubin_bytes(obj)
+    if kernel is None:
+        return run_cuobjdump("--dump-sass", cub)
+    funcs = _functions(cub)
+    name = _resolve(obj, kernel, funcs)
+    return "\n".join(f"/*{i.offset:04x}*/ {i}" for i in funcs[name])
+
+
+def opcodes(obj, kernel: str | None = None, *, full: bool = False) -> Counter:
+    """Counter of opcodes in one kernel (base names like ``HMMA``, or with modifiers when ``full``)."""
+    funcs = _functions(obj)
+    name = _resolve(obj, kernel, funcs)
+    return Counter(i.opcode if full else i.base for i in funcs[name])
+
+
+_RES_FN = re.compile(r"^\s*Function\s+(\S+?):\s*$")
+
+
+def resource_usage(obj) -> dict[str, dict[str, int]]:
+    """``cuobjdump -res-usage``: {symbol: {REG, STACK, SHARED, LOCAL, CONSTANT[0], ...}}."""
+    out: dict[str, dict[str, int]] = {}
+    cur = None
+    for line in run_cuobjdump("-res-usage", cubin_bytes(obj)).splitlines():
+        m = _RES_FN.match(line)
+        if m:
+            cur = out.setdefault(m.group(1), {})
+            continue
+        if cur is not None and "REG:" in line:
+            for k, v in re.findall(r"([A-Z_\[\]0-9]+):(\d+)", line):
+                cur[k] = int(v)
+            cur = None
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Rubrics
+# ---------------------------------------------------------------------------
+def matches(pattern: str, opcode: str) -> bool:
+    """An opcode pattern ("HMMA", "LDG.E.128") matches an opcode equal to it or continuing with '.'."""
+    p, op = pattern.upper(), opcode.upper()
+    return op == p or op.startswith(p + ".")
+
+
+@dataclasses.dataclass
+class SassReport:
+    kernel: str
+    symbol: str
+    arch: str
+    counts: Counter                  # full opcode -> count
+    present: dict[str, int]          # required pattern -> matching instructions
+    absent: dict[str, int]           # forbidden pattern -> matching instructions
+    registers: int | None = None
+    spill_stores: int | None = None
+    spill_loads: int | None = None
+    local_bytes: int | None = None
+    problems: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    @property
+    def missing(self) -> list[str]:
+        return [p for p, n in self.present.items() if n == 0]
+
+    @property
+    def forbidden(self) -> list[str]:
+        return [p for p, n in self.absent.items() if n > 0]
+
+    def count(self, pattern: str) -> int:
+        return sum(n for op, n in self.counts.items() if matches(pattern, op))
+
+    def __bool__(self):
+        return self.ok
+
+    def summary(self) -> str:
+        lines = [f"{self.kernel} [{self.arch}]: {'OK' if self.ok else 'FAILED'}"]
+        for p, n in self.present.items():
+            lines.append(f"  needs  {p:<16} {'found ' + str(n) if n else 'MISSING'}")
+        for p, n in self.absent.items():
+            lines.append(f"  avoids {p:<16} {'FOUND ' + str(n) if n else 'none'}")
+        if self.registers is not None:
+            lines.append(f"  registers {self.registers}, spills {self.spill_stores or 0} B stored / "
+                         f"{self.spill_loads or 0} B loaded, local {self.local_bytes or 0} B")
+        return "\n".join(lines)
+
+    def _repr_pretty_(self, p, cycle):
+        p.text(self.summary())
+
+
+_HINTS = {
+    "HMMA": "no tensor-core mma: use mma.sync (course::mma_m16n8k16_*) or a CuTe MMA atom",
+    "HGMMA": "no wgmma: needs an sm_90a target and wgmma.mma_async",
+    "LDSM": "no ldmatrix: load the fragments with ldmatrix (course::ldmatrix_x4)",
+    "LDGSTS": "no cp.async: copy global->shared with cp.async (course::cp_async_16)",
+    "UTMALDG": "no TMA load: use cp.async.bulk.tensor with a tensor map",
+    "LDL": "local memory loads: a per-thread array indexed at run time, or register spills",
+    "STL": "local memory stores: a per-thread array indexed at run time, or register spills",
+}
+
+
+def require(obj, kernel: str | None = None, present: Iterable[str] = (), absent: Iterable[str] = (),
+            max_registers: int | None = None, no_spills: bool = False, raise_: bool = True) -> SassReport:
+    """Check the SASS of ``kernel`` in ``obj`` (a CudaModule, CudaKernel, cubin bytes or path)
+    against a structural rubric.
+
+    present : opcode patterns that must occur at least once.
+    absent : opcode patterns that must not occur.
+    max_registers : fail above this many registers per thread.
+    no_spills : fail when ptxas reports spill stores or loads.
+    Raises :class:`RubricFailed` unless ``raise_=False``; returns the report. A module whose source
+    still holds the exercise's stub fails with "not implemented yet" rather than a list of
+    missing instructions.
+    """
+    if kernel is None and getattr(obj, "module", None) is not None and hasattr(obj, "symbol"):
+        kernel = obj.symbol                                        # a CudaKernel
+    module = getattr(obj, "module", obj)
+    funcs = _functions(obj)
+    sym = _resolve(obj, kernel, funcs)
+    counts = Counter(i.opcode for i in funcs[sym])
+    pres = {p: sum(n for op, n in counts.items() if matches(p, op)) for p in present}
+    abss = {p: sum(n for op, n in counts.items() if matches(p, op)) for p in absent}
+    arch = getattr(module, "arch", "?")
+    ptx_report = parse_ptxas_report(module.log).get(sym, {}) if hasattr(module, "log") else {}
+    try:
+        ru = resource_usage(obj).get(sym, {})
+    except (RuntimeError, FileNotFoundError):
+        ru = {}
+    rep = SassReport(kernel=kernel or sym, symbol=sym, arch=arch, counts=counts, present=pres, absent=abss,
+                     registers=ru.get("REG", ptx_report.get("registers")),
+                     spill_stores=ptx_report.get("spill_stores"), spill_loads=ptx_report.get("spill_loads"),
+                     local_bytes=(ru.get("LOCAL", 0) + ru.get("STACK", 0)) if ru else None)
+    for p in rep.missing:
+        hint = _HINTS.get(p.split(".")[0].upper())
+        rep.problems.append(f"missing {p}" + (f" ({hint})" if hint else ""))
+    for p in rep.forbidden:
+        hint = _HINTS.get(p.split(".")[0].upper())
+        rep.problems.append(f"forbidden {p} appears {abss[p]}x" + (f" ({hint})" if hint else ""))
+    if max_registers is not None and rep.registers is not None and rep.registers > max_registers:
+        rep.problems.append(f"uses {rep.registers} registers per thread, the limit is {max_registers}")
+    if no_spills and ((rep.spill_stores or 0) > 0 or (rep.spill_loads or 0) > 0):
+        rep.problems.append(f"spills registers: {rep.spill_stores} B stored, {rep.spill_loads} B loaded")
+    if rep.problems and raise_:
+        if STUB in (getattr(module, "source", "") or ""):
+            raise RubricFailed(f"{rep.kernel}: not implemented yet: the cell still holds `{STUB}`. "
+                               "Write the kernel's missing part there, run the cell, then this check.", rep)
+        raise RubricFailed(f"SASS rubric failed for {rep.kernel} [{arch}]:\n  - " + "\n  - ".join(rep.problems), rep)
+    return rep

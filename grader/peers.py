@@ -1,0 +1,253 @@
+"""Peers: what a kernel's speed is a fraction of, measured in the same run on the same GPU.
+
+A :class:`Peer` is just another provider: given the problem's own device inputs (as torch
+tensors, zero-copy views of the candidate's inputs) and the size, ``prepare`` returns one call,
+which :mod:`grader.timing` times exactly as it times the candidate (L2 flushed before each run,
+CUDA events around the call, the median). A peer is declared where its problem is declared::
+
+    softmax_bf16 = Problem(..., peer=peers.torch_op("torch.softmax", _torch_softmax))
+
+Built in: :func:`copy` (device-to-device copy of as many bytes as the candidate moves: the
+memory ceiling), :func:`read_stream` (a kernel that only reads, for reductions), :func:`matmul`
+(cuBLAS through torch.matmul on the problem's A and B), :func:`torch_op` (any torch function of
+the inputs), :func:`sdpa` (torch's scaled_dot_product_attention with one backend forced) and
+:func:`best` (the fastest of several). Each peer is measured once per size per process.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from . import arrays, timing
+
+
+@dataclass
+class PeerInputs:
+    """What a peer's ``prepare`` gets: the candidate's device inputs (Numba arrays or torch tensors,
+    scalars as they are; empty for peers that make their own data), the size and the candidate's work."""
+    arrays: dict = field(default_factory=dict)
+    size: Any = None
+    bytes: int | None = None
+    flops: int | None = None
+
+    def tensors(self) -> dict:
+        """The inputs as torch tensors (zero-copy views of the same memory); scalars as they are."""
+        return {k: (arrays.as_torch(v) if hasattr(v, "__cuda_array_interface__") or
+                    type(v).__module__.startswith("torch") else v) for k, v in self.arrays.items()}
+
+
+@dataclass(frozen=True)
+class Peer:
+    label: str                                              # "copy bandwidth", "cuBLAS bf16", …
+    prepare: Callable[[PeerInputs], Callable[[], object]]   # set-up outside the timed region -> one call
+    work: Callable[[PeerInputs], dict] | None = None        # the peer's own bytes/flops, if not the candidate's
+    needs_torch: bool = True
+
+    def __str__(self):
+        return self.label
+
+
+# ---------------------------------------------------------------- measuring
+_measured: dict = {}          # (label, size, bytes, flops) -> value, once per process
+
+
+def measure(peer: Peer, ctx: PeerInputs, budget_s: float = 3.0) -> tuple[str, float]:
+    """(label, figure) of ``peer`` at ``ctx``: GB/s when the work is bytes, TFLOP/s when FLOPs."""
+    key = (peer.label, repr(ctx.size), ctx.bytes, ctx.flops)
+    if key not in _measured:
+        _measured[key] = _figure(peer, ctx, budget_s)
+    label, value = _measured[key]
+    return label, value
+
+
+def _figure(peer: Peer, ctx: PeerInputs, budget_s: float) -> tuple[str, float]:
+    if getattr(peer, "choices", None):                      # best(): the fastest of its peers
+        figures = [_figure(p, ctx, budget_s) for p in peer.choices]
+        label, value = max(figures, key=lambda f: f[1])
+        return f"{peer.label} ({label})", value
+    if peer.needs_torch:
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            raise RuntimeError(f"the peer {peer.label} needs torch on this GPU machine: pip install torch") from None
+    call = peer.prepare(ctx)
+    work = peer.work(ctx) if peer.work else {"bytes": ctx.bytes, "flops": ctx.flops}
+    times = timing.time_call(call, budget_s=budget_s)
+    median = float(np.median(times))
+    if work.get("flops"):
+        return peer.label, work["flops"] / median / 1e12
+    return peer.label, work["bytes"] / median / 1e9
+
+
+def inputs_for(device_inputs: dict, size, work: dict) -> PeerInputs:
+    """PeerInputs from a candidate's device inputs at ``size`` and its work (bytes, flops)."""
+    return PeerInputs(dict(device_inputs), size, work.get("bytes"), work.get("flops"))
+
+
+# ---------------------------------------------------------------- copy and read ceilings
+def _copy_elements(ctx: PeerInputs) -> int:
+    return max(1, (ctx.bytes or 2**31) // 2 // 4)           # float32 elements copied: half the bytes each way
+
+
+def _copy_work(ctx: PeerInputs) -> dict:
+    return {"bytes": 2 * 4 * _copy_elements(ctx)}           # bytes read plus bytes written
+
+
+def _numba_copy(ctx: PeerInputs):
+    from numba import cuda
+
+    n = _copy_elements(ctx)
+    src = cuda.to_device(np.arange(n, dtype=np.float32))
+    dst = cuda.device_array(n, dtype=np.float32)
+    return lambda: dst.copy_to_device(src)
+
+
+def _torch_copy(ctx: PeerInputs):
+    import torch
+
+    src = torch.arange(_copy_elements(ctx), dtype=torch.float32, device="cuda")
+    dst = torch.empty_like(src)
+    return lambda: dst.copy_(src)
+
+
+_READ_SOURCE = r"""
+// A read-only stream: every thread loads 16 bytes per step, four steps in flight, and the
+// running xor is stored only if it equals a value no input makes (so no load is dropped).
+extern "C" __global__ void read_stream(const uint4* __restrict__ x, unsigned long long n16,
+                                       unsigned* __restrict__ sink) {
+  unsigned acc = 0;
+  const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+  unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+  for (; i + 3 * stride < n16; i += 4 * stride) {
+    uint4 a = __ldcs(x + i), b = __ldcs(x + i + stride), c = __ldcs(x + i + 2 * stride), d = __ldcs(x + i + 3 * stride);
+    acc ^= a.x ^ a.y ^ a.z ^ a.w ^ b.x ^ b.y ^ b.z ^ b.w ^ c.x ^ c.y ^ c.z ^ c.w ^ d.x ^ d.y ^ d.z ^ d.w;
+  }
+  for (; i < n16; i += stride) { uint4 a = __ldcs(x + i); acc ^= a.x ^ a.y ^ a.z ^ a.w; }
+  if (acc == 0x9E3779B9u) sink[0] = acc;
+}
+"""
+
+
+def _read_kernel(ctx: PeerInputs):
+    import torch
+
+    from .cuda.compiler import compile_cuda
+
+    kernel = compile_cuda(_READ_SOURCE, name="grader_read_stream")["read_stream"]
+    n16 = max(1, (ctx.bytes or 2**30) // 16)
+    buf = torch.randint(0, 2**31 - 1, (n16 * 4,), dtype=torch.int32, device="cuda")
+    sink = torch.zeros(1, dtype=torch.int32, device="cuda")
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    return lambda: kernel[sms * 8, 256](buf, n16, sink)
+
+
+def _read_work(ctx: PeerInputs) -> dict:
+    return {"bytes": 16 * max(1, (ctx.bytes or 2**30) // 16)}
+
+
+def copy() -> Peer:
+    """The copy bandwidth: a device-to-device copy moving as many bytes as the candidate (read +
+    written), the faster of cuMemcpy (Numba) and torch's copy_."""
+    return best("copy bandwidth",
+                Peer("cudaMemcpy", _numba_copy, _copy_work, needs_torch=False),
+                Peer("torch copy_", _torch_copy, _copy_work))
+
+
+def read_stream(*also: Peer) -> Peer:
+    """The read bandwidth (a reduction only reads: its ceiling is a read stream, not a copy): the
+    fastest of a 16-byte-load read kernel and ``also`` (e.g. the torch reduction itself)."""
+    return best("read bandwidth", Peer("read stream", _read_kernel, _read_work), *also)
+
+
+@dataclass(frozen=True)
+class _Best(Peer):
+    choices: tuple = ()
+
+
+def best(label: str, *choices: Peer) -> Peer:
+    """The fastest of several peers, measured in the same run; its label names the winner."""
+    return _Best(label, prepare=lambda ctx: None, choices=tuple(choices))
+
+
+# ---------------------------------------------------------------- library peers
+def torch_op(label: str, fn: Callable[..., object]) -> Peer:
+    """A torch function of the problem's inputs, called by name: ``fn(x=…, w=…)``."""
+    def prepare(ctx: PeerInputs):
+        tensors = ctx.tensors()
+        return lambda: fn(**tensors)
+
+    return Peer(label, prepare)
+
+
+_TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+
+
+def matmul(dtype: str) -> Peer:
+    """cuBLAS through ``torch.matmul(a, b, out=c)`` on the problem's A (M, K) and B (K, N), stored
+    as ``dtype`` ("bf16" bits in uint16, "fp16", "fp32"; TF32 off for fp32)."""
+    label = {"bf16": "cuBLAS bf16", "fp16": "cuBLAS fp16", "fp32": "cuBLAS fp32 (TF32 off)"}[dtype]
+
+    def prepare(ctx: PeerInputs):
+        import torch
+
+        dt = getattr(torch, _TORCH_DTYPES[dtype])
+        tensors = ctx.tensors()
+        a, b = (tensors[k].view(dt) for k in ("a", "b"))
+        c = torch.empty(a.shape[0], b.shape[1], device="cuda", dtype=dt)
+        cuda_matmul = torch.backends.cuda.matmul
+
+        def call():
+            old, cuda_matmul.allow_tf32 = cuda_matmul.allow_tf32, False
+            try:
+                torch.matmul(a, b, out=c)
+            finally:
+                cuda_matmul.allow_tf32 = old
+        return call
+
+    return Peer(label, prepare)
+
+
+SDPA_BACKENDS = {"flash": "FLASH_ATTENTION", "cudnn": "CUDNN_ATTENTION", "efficient": "EFFICIENT_ATTENTION",
+                 "math": "MATH"}
+
+
+def sdpa(backend: str, causal: bool = False, enable_gqa: bool = False) -> Peer:
+    """torch's scaled_dot_product_attention with one backend forced, on the problem's q, k, v (bf16
+    bits in uint16, laid out (B, H, S, d))."""
+    if backend not in SDPA_BACKENDS:
+        raise ValueError(f"backend must be one of {sorted(SDPA_BACKENDS)}")
+
+    def prepare(ctx: PeerInputs):
+        import torch
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        tensors = ctx.tensors()
+        q, k, v = (tensors[n].view(torch.bfloat16) for n in ("q", "k", "v"))
+        chosen = getattr(SDPBackend, SDPA_BACKENDS[backend])
+        f = torch.nn.functional.scaled_dot_product_attention
+
+        def call():
+            with sdpa_kernel([chosen]):
+                f(q, k, v, is_causal=causal, enable_gqa=enable_gqa)
+        return call
+
+    return Peer(f"SDPA {backend}" + (" causal" if causal else ""), prepare)
+
+
+# ---------------------------------------------------------------- device ceilings (plots, doctor)
+def ceiling(name: str = "copy") -> tuple[str, float]:
+    """(label, figure) of a device ceiling measured now: "copy" (GB/s, 1 GiB each way) or "read"
+    (GB/s, 1 GiB read), for roofline pictures and ``doctor``."""
+    if name == "copy":
+        label, value = measure(copy(), PeerInputs(bytes=2**31))
+    elif name == "read":
+        label, value = measure(read_stream(), PeerInputs(bytes=2**30))
+    else:
+        raise ValueError("ceiling is 'copy' or 'read'")
+    from .device import save_ceiling
+
+    save_ceiling(name, value)
+    return label, value
+

@@ -1,0 +1,63 @@
+"""Every picture appears once in a notebook.
+
+The plot helpers make figures outside pyplot, so Jupyter's inline backend does not draw them a
+second time; a lesson shows one either as its cell's last line (no semicolon) or through
+``display(...)``. A helper's figure left anywhere else would not appear at all.
+"""
+from __future__ import annotations
+
+import ast
+
+import nbformat
+
+from tests.conftest import ROOT
+
+HELPERS = ("grader.plot.", "grader.ladder_plot", "grader.sweep_plot")
+
+
+def test_helpers_make_figures_pyplot_does_not_track():
+    import matplotlib.pyplot as plt
+
+    from grader import plot
+
+    before = set(plt.get_fignums())
+    figs = [plot.ladder([("v1", 0.5), ("v2", 0.9)], target=0.8),
+            plot.perf_vs_size({"v1": [(1 << 20, 100.0), (1 << 22, 200.0)]}, ceiling=300.0),
+            plot.roofline([("saxpy", 1 / 6, 500.0)], mem_GBps=3000.0, peak_TFLOPs=60.0),
+            plot.grid_diagram(n=10, threads_per_block=4)]
+    assert set(plt.get_fignums()) == before
+    assert all(f.axes for f in figs)
+
+
+def _misplaced(source: str) -> list[str]:
+    """Plot-helper calls that are neither the cell's final expression nor an argument of display()."""
+    tree = ast.parse(source)
+    last = tree.body[-1] if tree.body else None
+    shown = set()
+    if isinstance(last, ast.Expr) and not source.rstrip().endswith(";"):
+        shown.add(id(last.value))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "display":
+            shown.update(id(a) for a in node.args)
+    bad = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and ast.get_source_segment(source, node).startswith(HELPERS):
+            if id(node) not in shown:
+                bad.append(ast.get_source_segment(source, node).splitlines()[0])
+    return bad
+
+
+def test_every_plot_in_the_lessons_is_shown_once():
+    problems = []
+    for path in sorted(ROOT.glob("solutions/*/*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type == "code" and not cell.source.startswith("%%"):
+                problems += [f"{path.name}:{cell.get('id')}: {line}" for line in _misplaced(cell.source)]
+    assert not problems, "plots that would not appear (make them the last line, or display(...) them):\n" + "\n".join(problems)
+
+
+def test_the_check_finds_a_hidden_plot():
+    assert _misplaced("x = 1\ngrader.plot.ladder(rows);") == ["grader.plot.ladder(rows)"]
+    assert _misplaced("if a:\n    grader.plot.ladder(rows)\n") == ["grader.plot.ladder(rows)"]
+    assert _misplaced("if a:\n    display(grader.plot.ladder(rows))\n") == []
+    assert _misplaced("grader.ladder_plot(v, P.x)") == []
