@@ -1,11 +1,18 @@
-"""Running nbgrader: release course/ from solutions/, and autograde notebooks in a scratch course.
+"""Releasing lessons and grading them.
 
-The repo root is an nbgrader course directory (see nbgrader_config.py):
-``solutions/`` is nbgrader's source, ``course/`` its release. Grading a single
-notebook (``python -m grader grade NB``) builds a throwaway course directory
-with the same settings, so the learner's copy is graded exactly as an
-instructor's ``nbgrader autograde`` would grade it: locked test cells
-restored, hidden tests put back, each cell scored.
+The repo root is an nbgrader course directory (nbgrader_config.py): ``solutions/`` is the source,
+``course/`` the release, submissions and the gradebook live under ``.nbgrader/``.
+
+* :func:`release` — regenerate course/ from solutions/ (nbgrader generate_assignment: no learner
+  code runs).
+* :func:`grade_notebook` — ``python -m grader grade NB``: a learner grades their own notebook.
+* :func:`autograde_assignment` — ``python -m grader autograde ASSIGNMENT``: an instructor grades every
+  collected submission and writes the gradebook.
+
+Both grade through the judge (grader.judge): each submission's code runs in its own sandbox, and
+points come from a process that runs none of it. ``nbgrader autograde`` itself, which would run
+every submission in the instructor's own process, is switched off in this course
+(grader.nbgrader_settings).
 """
 from __future__ import annotations
 
@@ -16,10 +23,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from .paths import CHAPTERS, PACKAGE, chapters_in, repo_root
+from .paths import CHAPTERS, PACKAGE, chapters_in, repo_root  # noqa: F401  (chapters_in: callers)
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -39,10 +47,9 @@ apply(c)
 
 def nbgrader(args: list[str], cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
     full_env = {**os.environ, **(env or {})}
-    # the package must be importable from the scratch course's config
     full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE.parent), full_env.get("PYTHONPATH", "")]))
-    # nbgrader runs `alembic` (its database migrations) as a program: it must be on PATH even
-    # when this Python is called by its full path from an environment that was never activated
+    # nbgrader runs `alembic` (its database migrations) as a program: it must be on PATH even when
+    # this Python is called by its full path from an environment that was never activated
     full_env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), full_env.get("PATH", "")])
     return subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=cwd, env=full_env,
                           capture_output=True, text=True)
@@ -62,7 +69,7 @@ def release(root: Path | None = None, chapters: list[str] | None = None) -> list
 
 
 def make_scratch_course(chapter: str, where: Path, root: Path | None = None) -> Path:
-    """A throwaway course directory holding one chapter's sources, released."""
+    """A throwaway course directory holding one chapter's sources, released (its own gradebook)."""
     root = root or repo_root()
     shutil.copytree(root / "solutions" / chapter, where / "solutions" / chapter)
     (where / "nbgrader_config.py").write_text(SCRATCH_CONFIG)
@@ -81,6 +88,15 @@ class CellGrade:
     reason: str = ""
 
 
+@dataclass
+class Graded:
+    """One student's grades for one assignment."""
+    student: str
+    cells: list = field(default_factory=list)       # CellGrade
+    notes: list = field(default_factory=list)       # "<notebook>: <note>"
+    seconds: float = 0.0
+
+
 def find_lesson(notebook: Path, root: Path | None = None) -> tuple[str, str]:
     """(chapter, lesson file name) of a learner's notebook, matched by file name."""
     root = root or repo_root()
@@ -91,148 +107,123 @@ def find_lesson(notebook: Path, root: Path | None = None) -> tuple[str, str]:
                             f"(looked in {root / 'solutions'}); keep the lesson's file name")
 
 
-class GradeRun(list):
-    """The per-cell grades of one nbgrader run, plus its exit status and log."""
+def grade_lesson(source_nb: Path, release_nb: Path, submission: Path | None, sandbox, *, feedback: bool,
+                 gpu: bool | None = None, env: dict | None = None, records: list | None = None,
+                 time_in_notebook: bool = False):
+    """(NotebookGrade, the executed notebook with the judge's verdicts) for one lesson.
 
-    returncode: int = 0
-    log: str = ""
+    ``records``: a list that receives what the executed notebook recorded (closing plots; with
+    ``time_in_notebook``, its own speed cells too, timed in the learner's process beside the judge's)."""
+    from .judge import feedback as fb
+    from .judge.judge import grade
+    from .judge.sandbox import SCRATCH
 
-
-def not_a_notebook(path: Path) -> str | None:
-    """Why ``path`` cannot be graded as a notebook (invalid JSON or nbformat), or None if it can."""
-    import nbformat
-
-    try:
-        nbformat.validate(nbformat.read(path, as_version=4))
-    except Exception as exc:  # JSONDecodeError, NotJSONError, ValidationError, UnicodeDecodeError …
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return f"{type(exc).__name__}: {first}"[:200]
-    return None
-
-
-def _stand_in(course: Path, chapter: str, name: str, why: str) -> dict:
-    """The released (untouched) lesson, marked at the top with why it replaces the submission."""
-    import nbformat
-
-    nb = nbformat.read(course / "course" / chapter / name, as_version=4)
-    note = nbformat.v4.new_markdown_cell(
-        f"**This submission could not be read as a notebook ({why}).** It was graded as the "
-        "untouched lesson: every graded cell scores 0. Hand in the `.ipynb` file Jupyter saved.")
-    nb.cells.insert(0, note)
-    return nb
-
-
-def autograde_many(submissions: dict[str, list[Path]], chapter: str, course: Path,
-                   env: dict | None = None) -> dict[str, GradeRun]:
-    """Autograde several students' notebooks in ONE nbgrader run; return each student's grades.
-
-    A file that is not a valid notebook (broken JSON, not nbformat) would make nbgrader fail that
-    student (exit status 1, no grades): it is replaced by the released lesson, marked with why, so
-    the run still exits 0, the gradebook keeps the row (all 0), and the reason says what was wrong.
-    """
-    import nbformat
-
-    unreadable: dict[tuple[str, str], str] = {}
-    for student, notebooks in submissions.items():
-        sub = course / "submitted" / student / chapter
-        sub.mkdir(parents=True, exist_ok=True)
-        for nb in notebooks:
-            why = not_a_notebook(nb)
-            if why is None:
-                shutil.copy(nb, sub / nb.name)
-            else:
-                unreadable[(student, nb.name)] = why
-                nbformat.write(_stand_in(course, chapter, nb.name, why), sub / nb.name)
-    args = ["autograde", chapter, "--create", "--force"]
-    if len(submissions) == 1:
-        args.append(f"--student={next(iter(submissions))}")
-    else:   # only this batch: leave the course's other submissions as they were graded
-        others = sorted(p.name for p in (course / "submitted").iterdir() if p.name not in submissions)
-        if others:
-            args.append(f"--CourseDirectory.student_id_exclude={','.join(others)}")
-    r = nbgrader(args, cwd=course, env=env)
-    runs = {}
-    for student, notebooks in submissions.items():
-        graded = GradeRun()
-        graded.returncode, graded.log = r.returncode, r.stdout + r.stderr
-        for nb in notebooks:
-            out = course / "autograded" / student / chapter / nb.name
-            if not out.exists():
-                reason = _first_error_line(r.stdout + r.stderr) or "nbgrader could not grade this notebook"
-                graded += [CellGrade(nb.name, "(whole notebook)", 0.0, 0.0, reason)]
-                continue
-            rows = read_cell_grades(out)
-            why = unreadable.get((student, nb.name))
-            if why:
-                for row in rows:
-                    row.reason = f"not a valid notebook ({why}): graded as the untouched lesson"
-            graded += rows
-        runs[student] = graded
-    return runs
-
-
-def autograde(notebooks: list[Path], chapter: str, course: Path, student: str = "learner",
-              env: dict | None = None) -> GradeRun:
-    """Submit ``notebooks`` as ``student`` in ``course`` and autograde them; return per-cell grades."""
-    return autograde_many({student: list(notebooks)}, chapter, course, env=env)[student]
-
-
-def _first_error_line(log: str) -> str:
-    for line in log.splitlines():
-        if "[ERROR]" in line or "Error" in line:
-            return ANSI.sub("", line).strip()[:300]
-    return ""
-
-
-def read_cell_grades(autograded_nb: Path) -> list[CellGrade]:
-    """Per graded cell: points (as nbgrader scored them) and a one-line reason for lost points."""
-    from nbgrader.utils import determine_grade, is_grade
-
-    nb = json.loads(autograded_nb.read_text())
-    import nbformat
-
-    nb = nbformat.reads(json.dumps(nb), as_version=4)
-    rows = []
-    for cell in nb.cells:
-        if not is_grade(cell) or cell.cell_type != "code":
-            continue
-        score, max_score = determine_grade(cell)
-        rows.append(CellGrade(autograded_nb.name, cell.metadata.nbgrader["grade_id"], float(score or 0.0),
-                              float(max_score), _reason(cell, score, max_score)))
-    return rows
-
-
-def _reason(cell, score, max_score) -> str:
-    for out in cell.get("outputs", []):
-        if out.output_type == "error":
-            text = ANSI.sub("", "\n".join(out.get("traceback", [])) or f"{out.ename}: {out.evalue}")
-            lines = [l for l in text.splitlines() if l.strip()]
-            shown = lines[:4] + [l for l in lines[4:] if l.strip().startswith("hint:")][:1]
-            return " | ".join(shown)[:600]
-        if out.output_type == "stream" and out.name == "stderr":
-            return "the cell wrote to stderr, which nbgrader scores 0: " + out.text.strip().splitlines()[0][:200]
-    if score is not None and score < max_score:
-        texts = [ANSI.sub("", o.get("text", "")) for o in cell.get("outputs", []) if o.output_type == "stream"]
-        last = [l for t in texts for l in t.splitlines() if l.strip()]
-        return last[-1][:300] if last else "partial credit"
-    return ""
-
-
-def grade_notebook(notebook: Path, env: dict | None = None) -> list[CellGrade]:
-    """Grade one learner notebook exactly as the instructor's autograde would."""
-    notebook = notebook.resolve()
-    chapter, _ = find_lesson(notebook)
     with tempfile.TemporaryDirectory(prefix="grade-") as tmp:
-        course = make_scratch_course(chapter, Path(tmp))
-        return autograde([notebook], chapter, course, env=env)
+        result = grade(source_nb, release_nb, submission, sandbox, gpu=gpu, work=Path(tmp), env=env)
+        nb = fb.feedback_notebook(release_nb, result.plan, keep_tests=time_in_notebook)
+        if feedback:
+            from .backend import SIMULATOR
+
+            extra = dict(env or {})
+            if records is not None:
+                extra["GRADER_RECORD"] = f"{SCRATCH}/feedback/records.jsonl"
+            if time_in_notebook:
+                extra["GRADER_JUDGED"] = "0"
+            mark = time.monotonic()
+            executed, note = fb.run(nb, sandbox, Path(tmp), gpu=(not SIMULATOR) if gpu is None else gpu, env=extra)
+            result.timings["feedback"] = time.monotonic() - mark
+            nb = executed or nb
+            if note:
+                result.notes.append(note)
+            rec = Path(tmp) / "feedback" / "records.jsonl"
+            if records is not None and rec.is_file():
+                for line in rec.read_text().splitlines():
+                    try:
+                        records.append(json.loads(line))
+                    except ValueError:
+                        continue
+        return result, fb.merge(nb, release_nb, result, result.notes)
 
 
-def format_table(rows: list[CellGrade]) -> str:
+def _cells(result) -> list[CellGrade]:
+    return [CellGrade(result.notebook, v.grade_id, v.score, v.max_score, v.reason) for v in result.verdicts]
+
+
+def grade_notebook(notebook: Path, sandbox=None, feedback: bool = False) -> Graded:
+    """Grade one learner notebook as the instructor's autograde would (``python -m grader grade``)."""
+    from .judge.sandbox import choose
+
+    notebook = notebook.resolve()
+    chapter, name = find_lesson(notebook)
+    root = repo_root()
+    result, _ = grade_lesson(root / "solutions" / chapter / name, root / "course" / chapter / name, notebook,
+                             sandbox or choose(), feedback=feedback)
+    return Graded(student="you", cells=_cells(result), notes=[f"{name}: {n}" for n in result.notes],
+                  seconds=result.seconds)
+
+
+def autograde_assignment(course: Path, assignment: str, students: list[str] | None = None, sandbox=None,
+                         feedback: bool = True, env: dict | None = None, on_result=None) -> dict[str, Graded]:
+    """Grade every collected submission of ``assignment`` in the nbgrader course at ``course`` and
+    write the gradebook (one writer: this process). A notebook a student did not hand in scores 0."""
+    from .judge.gradebook import course_directory, save, timestamp_of
+    from .judge.sandbox import choose
+
+    sandbox = sandbox or choose()
+    cd = course_directory(course)
+    source_dir = Path(cd.format_path(cd.source_directory, ".", assignment))
+    release_dir = Path(cd.format_path(cd.release_directory, ".", assignment))
+    lessons = sorted(p.name for p in source_dir.glob("*.ipynb"))
+    submitted_root = Path(cd.format_path(cd.submitted_directory, "*", assignment)).parent.parent
+    found = sorted(p.name for p in submitted_root.iterdir() if (p / assignment).is_dir()) if submitted_root.is_dir() else []
+    out = {}
+    for student in (students or found):
+        folder = Path(cd.format_path(cd.submitted_directory, student, assignment))
+        graded, notebooks, results = Graded(student), {}, []
+        for name in lessons:
+            sub = folder / name
+            result, nb = grade_lesson(source_dir / name, release_dir / name, sub if sub.is_file() else None,
+                                      sandbox, feedback=feedback, env=env)
+            if not sub.is_file():
+                result.notes.append("not handed in: graded as the untouched lesson")
+                for v in result.verdicts:
+                    v.score, v.reason = 0.0, "the notebook was not handed in"
+            results.append(result)
+            notebooks[name] = nb
+            graded.cells += _cells(result)
+            graded.notes += [f"{name}: {n}" for n in result.notes]
+            graded.seconds += result.seconds
+        save(cd, assignment, student, results, notebooks, timestamp_of(cd, student, assignment))
+        out[student] = graded
+        if on_result:
+            on_result(graded)
+    return out
+
+
+def format_table(rows: list[CellGrade], notes: list | None = None) -> str:
     width = max([len(r.cell) for r in rows] + [4])
     lines = [f"{'cell':<{width}}  {'points':>11}  why points were lost"]
     total = maxi = 0.0
     for r in rows:
         total, maxi = total + r.score, maxi + r.max_score
-        lines.append(f"{r.cell:<{width}}  {r.score:>5.2f} / {r.max_score:<4g}  {r.reason}")
+        reason = ANSI.sub("", r.reason).strip().splitlines()
+        lines.append(f"{r.cell:<{width}}  {r.score:>5.2f} / {r.max_score:<4g}  {reason[0] if reason else ''}")
+        lines += [f"{'':<{width}}  {'':>11}    {line}" for line in reason[1:8]]
     lines.append(f"{'total':<{width}}  {total:>5.2f} / {maxi:<4g}")
+    lines += [f"note: {n}" for n in notes or []]
     return "\n".join(lines)
+
+
+def read_cell_grades(autograded_nb: Path) -> list[CellGrade]:
+    """Per graded cell of an autograded notebook: the points nbgrader reads from its outputs."""
+    import nbformat
+    from nbgrader.utils import determine_grade, is_grade
+
+    nb = nbformat.reads(json.dumps(json.loads(autograded_nb.read_text())), as_version=4)
+    rows = []
+    for cell in nb.cells:
+        if cell.cell_type == "code" and is_grade(cell):
+            score, max_score = determine_grade(cell)
+            rows.append(CellGrade(autograded_nb.name, cell.metadata.nbgrader["grade_id"], float(score or 0.0),
+                                  float(max_score)))
+    return rows

@@ -208,19 +208,19 @@ def not_here(problem: Problem) -> str | None:
 
 
 def check(launch: Callable, problem: Problem, sizes: list | None = None, seed: int | None = None,
-          hidden: bool = False, quiet: bool = False) -> float | None:
+          hidden: bool = False, quiet: bool = False) -> None:
     """Check ``launch`` on ``problem`` at each size; raise CheckFailed on the first wrong size.
 
     sizes   defaults to the problem's visible sizes (simulator sizes without a GPU); ``hidden=True``
             uses its hidden sizes instead. seed: defaults to a fresh random seed per size.
     Where the kernel cannot run (a compiled kernel without a GPU, a Hopper kernel elsewhere) it
-    prints why and returns 0.0 (nbgrader's partial credit: nothing earned, no error).
+    prints why and returns (no error: the judge gives such a cell 0 points, saying the same).
     """
     __tracebackhide__ = True
     why = not_here(problem)
     if why:
         print(f"{problem.name}: correctness not graded: {why}.")
-        return 0.0
+        return None
     from .integrity import GraderModified, verify
 
     refuse_if_context_lost()

@@ -1,4 +1,4 @@
-"""python -m grader doctor | grade NOTEBOOK | release | scoreboard"""
+"""``python -m grader``: doctor | grade NB | autograde ASSIGNMENT | release | scoreboard"""
 from __future__ import annotations
 
 import argparse
@@ -10,13 +10,23 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m grader", description="The GPU-kernel course's grader.")
     sub = p.add_subparsers(dest="cmd", required=True)
     sub.add_parser("doctor", help="what this machine has for the course, with fixes")
-    g = sub.add_parser("grade", help="grade your notebook as the autograder would")
+    g = sub.add_parser("grade", help="grade your notebook as the instructor's autograde would")
     g.add_argument("notebook", type=Path, nargs="+")
+    g.add_argument("--sandbox", choices=["bwrap", "none"], default=None,
+                   help="where your code runs (default: bubblewrap if it works here, else none)")
+    a = sub.add_parser("autograde", help="instructors: grade every collected submission, write the gradebook")
+    a.add_argument("assignment")
+    a.add_argument("--course", type=Path, default=Path.cwd(), help="the nbgrader course folder (default: here)")
+    a.add_argument("--student", action="append", default=None, help="only these students (repeat)")
+    a.add_argument("--sandbox", choices=["bwrap", "none"], default=None)
+    a.add_argument("--no-feedback", action="store_true", help="skip the executed notebooks (points only)")
     r = sub.add_parser("release", help="regenerate course/ from solutions/ (instructors)")
     r.add_argument("chapters", nargs="*", help="chapter folders (default: all)")
-    s = sub.add_parser("scoreboard", help="on a GPU: time every reference solution against its peer")
+    s = sub.add_parser("scoreboard", help="on a GPU: grade every reference solution against its peers")
     s.add_argument("chapters", nargs="*")
     s.add_argument("--out", type=Path, default=None, help="results folder (default: results/)")
+    s.add_argument("--in-notebook", action="store_true",
+                   help="also time the speed cells inside the notebook, beside the judge's figures")
     args = p.parse_args(argv)
 
     if args.cmd == "doctor":
@@ -33,18 +43,35 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.cmd == "grade":
         from .autograde import format_table, grade_notebook
+        from .judge.sandbox import choose
 
+        box = choose(args.sandbox)
         for nb in args.notebook:
             if not nb.exists():
                 print(f"{nb}: no such file")
                 return 2
             print(f"== {nb}")
-            print(format_table(grade_notebook(nb)))
+            graded = grade_notebook(nb, sandbox=box)
+            print(format_table(graded.cells, graded.notes))
+        return 0
+    if args.cmd == "autograde":
+        from .autograde import autograde_assignment, format_table
+        from .judge.sandbox import choose
+
+        def show(graded):
+            total = sum(c.score for c in graded.cells)
+            maxi = sum(c.max_score for c in graded.cells)
+            print(f"{graded.student:<24} {total:6.2f} / {maxi:<6g} ({graded.seconds:.0f} s)", flush=True)
+
+        results = autograde_assignment(args.course.resolve(), args.assignment, students=args.student,
+                                       sandbox=choose(args.sandbox), feedback=not args.no_feedback, on_result=show)
+        for student, graded in results.items():
+            print(f"\n== {student}\n{format_table(graded.cells, graded.notes)}")
         return 0
     if args.cmd == "scoreboard":
         from .scoreboard import run
 
-        run(chapters=args.chapters or None, out_dir=args.out)
+        run(chapters=args.chapters or None, out_dir=args.out, in_notebook=args.in_notebook)
         return 0
     return 2
 

@@ -16,7 +16,8 @@ def repo_root() -> Path:
 
 
 def results_dir(root: Path | None = None) -> Path:
-    return (root or repo_root()) / "results"
+    """results/ of the checkout (beside the package: it is there in a sandbox too, read-only)."""
+    return (root or PACKAGE.parent) / "results"
 
 
 def chapters_in(root: Path) -> list[str]:

@@ -87,8 +87,12 @@ def inputs_for(device_inputs: dict, size, work: dict) -> PeerInputs:
 
 
 # ---------------------------------------------------------------- copy and read ceilings
+COPY_AT_LEAST = 2**30          # bytes each way: smaller copies are slower, and the ceiling is the device's best
+
+
 def _copy_elements(ctx: PeerInputs) -> int:
-    return max(1, (ctx.bytes or 2**31) // 2 // 4)           # float32 elements copied: half the bytes each way
+    """float32 elements copied: half the candidate's bytes each way, and at least 1 GiB."""
+    return max(COPY_AT_LEAST, (ctx.bytes or 0) // 2) // 4
 
 
 def _copy_work(ctx: PeerInputs) -> dict:
@@ -148,8 +152,9 @@ def _read_work(ctx: PeerInputs) -> dict:
 
 
 def copy() -> Peer:
-    """The copy bandwidth: a device-to-device copy moving as many bytes as the candidate (read +
-    written), the faster of cuMemcpy (Numba) and torch's copy_."""
+    """The copy bandwidth: a device-to-device copy of as many bytes as the candidate moves, and at
+    least 1 GiB each way (the device's best rate: a smaller copy is slower), timed as the candidate
+    is; the faster of cuMemcpy (Numba) and torch's copy_."""
     return best("copy bandwidth",
                 Peer("cudaMemcpy", _numba_copy, _copy_work, needs_torch=False),
                 Peer("torch copy_", _torch_copy, _copy_work))

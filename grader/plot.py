@@ -99,9 +99,9 @@ def chapter_ladder(report, title: str | None = None):
         import json
         from pathlib import Path
 
-        from .paths import repo_root
+        from .paths import PACKAGE
 
-        path = Path(report) if Path(report).is_absolute() else repo_root() / report
+        path = Path(report) if Path(report).is_absolute() else PACKAGE.parent / report   # results/ is beside the package
         report = json.loads(path.read_text())
         print(f"Recorded on {report['device']} ({report['date']}), every version in one run "
               f"(re-measure on your GPU: python dev/ch03_gemm/measure.py).")

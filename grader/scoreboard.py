@@ -1,8 +1,9 @@
 """scoreboard: every reference solution's graded kernels against their peers, on this GPU.
 
 ``python -m grader scoreboard [CHAPTER ...]`` grades each chapter's solution notebooks (the
-course's reference kernels) on the current GPU, with ``$GRADER_RECORD`` set so every speed cell
-and closing plot appends its measurement, and merges the run into ``results/scoreboard.json``:
+course's reference kernels) on the current GPU through the judge, as a class is graded, with
+``$GRADER_RECORD`` set so every speed cell (timed by the judge) and closing plot (drawn in the
+executed notebook) appends its measurement, and merges the run into ``results/scoreboard.json``:
 one entry per chapter, each with its own device and date, so a chapter can be re-measured alone
 (the whole course takes longer than one sitting). It also draws ``results/scoreboard.png``.
 """
@@ -45,10 +46,16 @@ def load_recorded(kind: str, problem: str) -> dict | None:
     return None
 
 
-def run(chapters: list[str] | None = None, out_dir: Path | None = None, note: str = "") -> dict:
-    """Grade the chapters' solutions on this GPU and merge each into ``out_dir/scoreboard.json``."""
+def run(chapters: list[str] | None = None, out_dir: Path | None = None, note: str = "",
+        in_notebook: bool = False) -> dict:
+    """Grade the chapters' solutions on this GPU through the judge and merge each chapter into
+    ``out_dir/scoreboard.json``. ``in_notebook``: also time the speed cells inside the executed
+    notebook (the learner's process), recorded beside the judge's figures (``by``)."""
+    import os
+
     from . import device
-    from .autograde import autograde, make_scratch_course
+    from .autograde import CellGrade, grade_lesson
+    from .judge.sandbox import choose
 
     if device.info().simulator:
         raise SystemExit("scoreboard needs a GPU: speed is not measured in the simulator.")
@@ -57,15 +64,21 @@ def run(chapters: list[str] | None = None, out_dir: Path | None = None, note: st
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "scoreboard.json"
     data = load(path)
+    box = choose()
     with tempfile.TemporaryDirectory(prefix="scoreboard-") as tmp:
         for ch in chapters or chapters_in(root):
             rec = Path(tmp) / f"{ch}.jsonl"
-            course = make_scratch_course(ch, Path(tmp) / ch, root)
-            nbs = sorted((root / "solutions" / ch).glob("*.ipynb"))
-            cells = autograde(nbs, ch, course, student="reference", env={"GRADER_RECORD": str(rec)})
-            records = [json.loads(line) for line in rec.read_text().splitlines() if line.strip()] if rec.exists() else []
-            entry = {"device": device.info().name, "date": time.strftime("%Y-%m-%d"),
-                     "records": records, "cells": [c.__dict__ for c in cells]}
+            os.environ["GRADER_RECORD"] = str(rec)              # the judge (this process) records here
+            cells, records, seconds = [], [], []
+            for nb in sorted((root / "solutions" / ch).glob("*.ipynb")):
+                result, _ = grade_lesson(nb, root / "course" / ch / nb.name, nb, box, feedback=True,
+                                         records=records, time_in_notebook=in_notebook)
+                cells += [CellGrade(nb.name, v.grade_id, v.score, v.max_score, v.reason) for v in result.verdicts]
+                seconds.append({"notebook": nb.name, **{k: round(v, 2) for k, v in result.timings.items()}})
+            os.environ.pop("GRADER_RECORD", None)
+            judged = [json.loads(line) for line in rec.read_text().splitlines() if line.strip()] if rec.exists() else []
+            entry = {"device": device.info().name, "date": time.strftime("%Y-%m-%d"), "sandbox": box.name,
+                     "records": judged + records, "cells": [c.__dict__ for c in cells], "judge_seconds": seconds}
             if note:
                 entry["note"] = note
             data = merge(data, ch, entry)
@@ -77,11 +90,11 @@ def run(chapters: list[str] | None = None, out_dir: Path | None = None, note: st
 
 def format_chapter(chapter: str, entry: dict) -> str:
     lines = [f"{chapter} on {entry['device']}, {entry['date']}",
-             f"{'kernel':<28} {'figure':>14} {'peer (same run)':>26} {'ratio':>7} {'points':>9}"]
+             f"{'kernel':<28} {'by':<9} {'figure':>14} {'peer (same run)':>26} {'ratio':>7} {'points':>9}"]
     for r in entry["records"]:
         if r["kind"] != "speed":
             continue
-        lines.append(f"{r['problem']:<28} {r['value']:>9.1f} {r['unit']:<7} {r['peer'][:24]:>24} "
+        lines.append(f"{r['problem']:<28} {r.get('by', ''):<9} {r['value']:>9.1f} {r['unit']:<7} {r['peer'][:24]:>24} "
                      f"{r['peer_value']:>9.1f} {100 * r['fraction']:>6.1f}% {r['points']:>4g}/{r['max_points']:g}")
     total = sum(c["score"] for c in entry["cells"])
     maxi = sum(c["max_score"] for c in entry["cells"])
@@ -100,7 +113,8 @@ def draw(data: dict, path: Path) -> None:
     from .plot import ladder
 
     rows = [(f"{r['problem']} ({e['device'].replace('NVIDIA ', '')})", r["fraction"])
-            for e in data["chapters"].values() for r in e["records"] if r["kind"] == "speed"]
+            for e in data["chapters"].values() for r in e["records"]
+            if r["kind"] == "speed" and r.get("by", "judge") == "judge"]
     if rows:
         dates = sorted({e["date"] for e in data["chapters"].values()})
         ladder(rows, title=f"Reference solutions vs their peers ({dates[0]}…{dates[-1]})").savefig(path, dpi=110)

@@ -8,10 +8,15 @@
 The candidate and its peer (grader.peers) are timed by the same bench on the same inputs at the
 same size. ``speed`` first runs the visible correctness check (a kernel right only at the benchmark
 size earns nothing), poisons the outputs before every timed repetition, checks the last one, and
-turns the fraction of the peer into points (grader.score).
+prints the fraction of the peer and the points it is worth (grader.score).
+
+In a notebook these are feedback: points come from the judge (grader.judge.verbs times the graded
+cells itself). Inside the judge's runner (``GRADER_RUNNER=1``) nothing is timed; in the graded
+feedback run (``GRADER_JUDGED=1``) the speed cells say the judge times them.
 """
 from __future__ import annotations
 
+import os
 import warnings
 
 import numpy as np
@@ -28,6 +33,8 @@ from .record import record
 from .score import speed_points
 
 _NAMED_PEERS = {"copy": peers.copy, "read": peers.read_stream}
+RUNNER = os.environ.get("GRADER_RUNNER") == "1"        # the judge's sandboxed runner: no demonstrations timed
+JUDGED = os.environ.get("GRADER_JUDGED") == "1"        # the graded feedback run: the judge times speed cells
 
 
 def _peer(peer, problem: Problem | None):
@@ -49,7 +56,8 @@ def timed(fn, *, label: str, work: dict, peer=None, peer_inputs: dict | None = N
           before_each=None, budget_s: float = 3.0) -> Measurement:
     """Time ``fn`` and, in the same run, ``peer`` on ``peer_inputs`` (the candidate's device inputs)."""
     m = Measurement(label=label, bytes=work.get("bytes"), flops=work.get("flops"))
-    if SIMULATOR:
+    if SIMULATOR or RUNNER:
+        m.note = "no GPU" if SIMULATOR else "not timed while grading"
         return m
     m.device = _device_name()
     with warnings.catch_warnings():
@@ -91,9 +99,18 @@ def measure(launch, problem: Problem, label: str | None = None, *, size=None, pe
 
 
 def speed(launch, problem: Problem, points: float, *, target: float | None = None, floor: float | None = None,
-          budget_s: float = 3.0) -> float:
-    """The graded speed cell: points for nbgrader's partial credit (a float in [0, points])."""
+          budget_s: float = 3.0) -> None:
+    """The graded speed cell, as feedback: the figure beside its peer and the points it is worth
+    (the judge's own measurement is what grades)."""
     __tracebackhide__ = True
+    if RUNNER or JUDGED:
+        print(f"{problem.name}: timed by the judge when the notebook is graded (its verdict is below).")
+        return None
+    _speed(launch, problem, points, target, floor, budget_s)      # prints the points: no bare number
+    return None
+
+
+def _speed(launch, problem: Problem, points: float, target, floor, budget_s: float) -> float:
     from .integrity import verify
 
     target = problem.target if target is None else target
@@ -141,7 +158,8 @@ def _timed_cell(launch, problem: Problem, points: float, target: float, floor: f
         if failures:
             raise CheckFailed(f"{problem.name}: the timed runs gave a wrong answer at size {size}:\n" + "\n".join(failures))
     earned = speed_points(m, target=target, floor=floor, points=points)
-    record("speed", problem=problem.name, points=earned, max_points=points, target=target, floor=floor, **m.as_dict())
+    record("speed", by="notebook", problem=problem.name, points=earned, max_points=points, target=target, floor=floor,
+           **m.as_dict())
     return earned
 
 
@@ -175,6 +193,8 @@ def sweep_plot(launch, problem: Problem, sizes: list, title: str = ""):
     it draws what the course's reference measured (results/scoreboard.json), saying so."""
     from . import plot
 
+    if RUNNER:
+        return None
     if not SIMULATOR:
         rows = sweep(launch, problem, sizes)
         label, ceiling = peers.ceiling("copy")
@@ -194,6 +214,12 @@ def ladder_plot(versions: dict, problem: Problem, title: str = "", size=None, ex
     ``peer``), timed now on a GPU and recorded for the scoreboard. ``versions``: label -> launch
     function, or label -> a Measurement taken earlier in the lesson. ``extra``: (label, fraction)
     rows measured elsewhere. Without a GPU: the reference solution's recorded ladder."""
+    if RUNNER:
+        return None
+    return _ladder_plot(versions, problem, title, size, extra, peer)
+
+
+def _ladder_plot(versions: dict, problem: Problem, title: str, size, extra, peer):
     from . import plot
 
     if not SIMULATOR:

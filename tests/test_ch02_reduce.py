@@ -131,3 +131,33 @@ def test_kernels_compile_for_sm90():
     if r.returncode == 77:
         pytest.skip(r.stdout.strip() or "no NVVM to compile with")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+
+
+# ---------------------------------------------------------------- the online state (lesson 03's first graded cell)
+WRONG_STATES = {
+    "no rescale of l on a new max": ("return x, l * math.exp(m - x) + float32(1.0)", "return x, l + float32(1.0)"),
+    "merge without the empty guard": ("    if m == NEG_INF:\n        return m, float32(0.0)                        # both empty\n", ""),
+    "merge that drops the second stream": ("l_a * math.exp(m_a - m) + l_b * math.exp(m_b - m)", "l_a * math.exp(m_a - m)"),
+}
+
+
+@pytest.mark.parametrize("mistake", sorted(WRONG_STATES))
+def test_wrong_online_state_is_caught(mistake):
+    from grader.notebooks import cell_source
+    from tests.conftest import solution
+
+    nb = solution("02_reduce", "03_softmax.ipynb")
+    old, new = WRONG_STATES[mistake]
+    src = cell_source(nb, "online_state")
+    assert src.count(old) == 1, f"the cell changed: {old!r}"
+    ns = lesson("02_reduce", "03_softmax.ipynb", ["given"])
+    exec(compile(src.replace(old, new), f"wrong-{mistake}", "exec"), ns)
+    exec(compile(cell_source(nb, "online_state_launch"), "online_state_launch", "exec"), ns)
+    with pytest.raises(CheckFailed):
+        check(ns["launch_online_state"], P.online_state, quiet=True)
+
+
+def test_online_state_reference_passes():
+    ns = lesson("02_reduce", "03_softmax.ipynb", ["given", "online_state", "online_state_launch"])
+    check(ns["launch_online_state"], P.online_state, quiet=True)
+    check(ns["launch_online_state"], P.online_state, hidden=True, quiet=True)

@@ -1,73 +1,59 @@
-"""The nbgrader round trip, as an instructor runs it, on every lesson (simulator: no GPU).
+"""Every lesson graded as a class is graded: through the judge, each notebook's code in its sandbox
+(simulator: no GPU).
 
-Per chapter, in a scratch course directory: the solution notebooks earn every
-correctness point (speed cells score 0 and say "no GPU"); the untouched
-student copies earn 0 on every graded cell. For lesson 01.01 also: a wrong
-submission loses exactly that cell with a readable reason, and a kernel that
-never returns costs its cells but the rest is graded and the run exits cleanly.
+Per chapter: the solution notebooks earn every correctness point (cells that need a GPU score 0 and
+say why); the untouched releases earn 0 on every graded cell, each with a reason. For lesson 01.01
+also: a wrong submission loses exactly its cells with a readable reason, a kernel that never returns
+costs its cells but the rest is graded, and the learner's executed notebook shows every verdict.
 """
-import shutil
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from grader.autograde import autograde, chapters_in, make_scratch_course
+from grader.autograde import chapters_in, grade_lesson
+from grader.judge.sandbox import choose
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = chapters_in(ROOT)
-SIM_ENV = {"GRADER_FORCE_SIM": "1", "NUMBA_ENABLE_CUDASIM": "1", "GRADER_SIM_TIMEOUT": "60"}
+SIM_ENV = {"GRADER_SIM_TIMEOUT": "60"}
+NOT_HERE = ("not graded: no GPU", "not graded: compiled and inspected only")
 
 
-def speed_cells(nb_path: Path) -> set:
-    """Cells that need a GPU to earn points: speed cells, and correctness cells of problems the
-    simulator cannot run (compiled CUDA C++: ``Problem.simulator`` is False)."""
-    import importlib
-    import re
+def lessons(ch: str) -> list[Path]:
+    return sorted((ROOT / "solutions" / ch).glob("*.ipynb"))
 
-    nb = nbformat.read(nb_path, as_version=4)
-    text = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
-    module = re.search(r"from grader\.problems import (\w+) as P", text)
-    problems = importlib.import_module(f"grader.problems.{module.group(1)}") if module else None
 
-    def needs_gpu(source):
-        if "grader.speed(" in source:
-            return True
-        names = re.findall(r"grader\.check\(\s*\w+\s*,\s*P\.(\w+)", source)
-        return bool(names) and problems is not None and not getattr(problems, names[0]).simulator
-
-    return {c.metadata["nbgrader"]["grade_id"] for c in nb.cells
-            if c.metadata.get("nbgrader", {}).get("grade") and needs_gpu(c.source)}
+def grade(ch: str, name: str, submission, **kw):
+    return grade_lesson(ROOT / "solutions" / ch / name, ROOT / "course" / ch / name, submission, choose(),
+                        feedback=kw.pop("feedback", False), env=kw.pop("env", SIM_ENV), **kw)
 
 
 @pytest.fixture(scope="module", params=CHAPTERS)
-def graded_chapter(request, tmp_path_factory):
+def graded_chapter(request):
     ch = request.param
-    course = make_scratch_course(ch, tmp_path_factory.mktemp(ch))
-    solutions = sorted((ROOT / "solutions" / ch).glob("*.ipynb"))
-    released = sorted((course / "course" / ch).glob("*.ipynb"))
-    reference = autograde(solutions, ch, course, student="reference", env=SIM_ENV)
-    untouched = autograde(released, ch, course, student="untouched", env=SIM_ENV)
-    return ch, solutions, reference, untouched
+    reference = [grade(ch, nb.name, nb)[0] for nb in lessons(ch)]
+    untouched = [grade(ch, nb.name, None)[0] for nb in lessons(ch)]
+    return ch, reference, untouched
 
 
 def test_solutions_earn_every_correctness_point(graded_chapter):
-    ch, solutions, reference, _ = graded_chapter
-    speed = set().union(*(speed_cells(nb) for nb in solutions))
-    # a chapter may so far hold only ungraded demo notebooks: they must still run cleanly
-    for g in reference:
-        if g.cell in speed:
-            assert g.score == 0 and ("not graded: no GPU" in g.reason or
-                                     "not graded: compiled and inspected only" in g.reason), g
-        else:
-            assert g.score == g.max_score, f"{g.notebook}:{g.cell} {g.score}/{g.max_score}: {g.reason}"
+    _, reference, _ = graded_chapter
+    for result in reference:
+        assert not [n for n in result.notes if "raised" in n], (result.notebook, result.notes)
+        for v in result.verdicts:
+            if any(why in v.reason for why in NOT_HERE):
+                assert v.score == 0, v                          # a GPU cell: 0 here, saying why
+            else:
+                assert v.score == v.max_score, f"{result.notebook}:{v.grade_id} {v.score}/{v.max_score}: {v.reason}"
 
 
 def test_untouched_stubs_earn_nothing(graded_chapter):
-    ch, _, _, untouched = graded_chapter
-    for g in untouched:
-        assert g.score == 0, f"{g.notebook}:{g.cell} scored {g.score} untouched"
-        assert g.reason, f"{g.notebook}:{g.cell} lost its points without a reason"
+    _, _, untouched = graded_chapter
+    for result in untouched:
+        for v in result.verdicts:
+            assert v.score == 0, f"{result.notebook}:{v.grade_id} scored {v.score} untouched"
+            assert v.reason, f"{result.notebook}:{v.grade_id} lost its points without a reason"
 
 
 LEARNER_KERNEL = """
@@ -80,11 +66,12 @@ def vector_add(a, b, c):
 def launch_vector_add(a, b, c):
     vector_add[(c.size + 255) // 256, 256](a, b, c)
 """
+L0101 = "01_threads_and_blocks.ipynb"
 
 
 def _submission(tmp_path: Path, body: str) -> Path:
     """Lesson 01.01 as a learner might hand it in, with ``body`` as the kernel's body."""
-    src = ROOT / "solutions" / "01_elementwise" / "01_threads_and_blocks.ipynb"
+    src = ROOT / "solutions" / "01_elementwise" / L0101
     nb = nbformat.read(src, as_version=4)
     cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "v1_vector_add")
     cell.source = LEARNER_KERNEL.replace("BODY", body)
@@ -93,26 +80,40 @@ def _submission(tmp_path: Path, body: str) -> Path:
     return out
 
 
-@pytest.fixture(scope="module")
-def lesson_0101_course(tmp_path_factory):
-    return make_scratch_course("01_elementwise", tmp_path_factory.mktemp("l0101"))
-
-
-def test_wrong_submission_loses_that_cell_with_a_reason(tmp_path, lesson_0101_course):
+def test_wrong_submission_loses_that_cell_with_a_reason(tmp_path):
     wrong = _submission(tmp_path, "if i < c.size:\n        c[i] = a[i] - b[i]")
-    grades = {g.cell: g for g in autograde([wrong], "01_elementwise", lesson_0101_course,
-                                           student="wrong", env=SIM_ENV)}
-    assert grades["test_vector_add_visible"].score == 0
-    assert "values are wrong" in grades["test_vector_add_visible"].reason
-    assert grades["test_vector_add_hidden"].score == 0
+    verdicts = {v.grade_id: v for v in grade("01_elementwise", L0101, wrong)[0].verdicts}
+    assert verdicts["test_vector_add_visible"].score == 0
+    assert "values are wrong" in verdicts["test_vector_add_visible"].reason
+    assert verdicts["test_vector_add_hidden"].score == 0
 
 
-def test_hung_kernel_costs_its_cells_and_the_rest_is_graded(tmp_path, lesson_0101_course):
+def test_hung_kernel_costs_its_cells_and_the_rest_is_graded(tmp_path):
     hung = _submission(tmp_path, "while i < c.size:\n        c[i] = a[i] + b[i]")   # i never advances
-    grades = autograde([hung], "01_elementwise", lesson_0101_course, student="hung",
-                       env={**SIM_ENV, "GRADER_SIM_TIMEOUT": "3"})
-    by_cell = {g.cell: g for g in grades}
+    result, _ = grade("01_elementwise", L0101, hung, env={"GRADER_SIM_TIMEOUT": "3"})
+    by_cell = {v.grade_id: v for v in result.verdicts}
     assert set(by_cell) == {"test_vector_add_visible", "test_vector_add_hidden", "speed_vector_add"}
     assert by_cell["test_vector_add_visible"].score == 0
     assert "did not finish within 3 s" in by_cell["test_vector_add_visible"].reason
-    assert "not graded: no GPU" in by_cell["speed_vector_add"].reason   # later cells still ran
+    assert "not graded: no GPU" in by_cell["speed_vector_add"].reason   # later cells still graded
+
+
+def test_the_learner_sees_every_verdict_in_the_executed_notebook(tmp_path):
+    wrong = _submission(tmp_path, "if i < c.size:\n        c[i] = a[i] - b[i]")
+    result, nb = grade("01_elementwise", L0101, wrong, feedback=True)
+    graded = {c["metadata"]["nbgrader"]["grade_id"]: c for c in nb["cells"]
+              if c["cell_type"] == "code" and c.get("metadata", {}).get("nbgrader", {}).get("grade")}
+    assert set(graded) == {v.grade_id for v in result.verdicts}
+    visible = graded["test_vector_add_visible"]
+    assert any(o["output_type"] == "error" and "values are wrong" in "\n".join(o["traceback"])
+               for o in visible["outputs"])
+    assert "grader.check(launch_vector_add" in "".join(visible["source"])   # the test as released
+    ran = [c for c in nb["cells"] if c["cell_type"] == "code" and not c.get("metadata", {}).get("nbgrader", {}).get("grade")]
+    assert all(c.get("execution_count") for c in ran), "a cell of the learner's notebook did not run"
+    # nbgrader reads the same points from these outputs as the judge gave
+    from nbgrader.utils import determine_grade
+
+    for cell in graded.values():
+        got, _ = determine_grade(nbformat.from_dict(cell))
+        want = next(v.score for v in result.verdicts if v.grade_id == cell["metadata"]["nbgrader"]["grade_id"])
+        assert (got or 0.0) == want

@@ -199,6 +199,23 @@ def _cache_store(key: str, cubin: bytes, meta: dict) -> None:
         pass                                       # a read-only home must not break compiling
 
 
+# ---------------------------------------------------------------- modules from files
+def module_meta(name, source, arch, log, compiler, options, symbol_mapping, seconds) -> dict:
+    """What, beside the cubin, rebuilds a module (the cache's and the judge's build files)."""
+    return dict(name=name, source=source, arch=arch, log=log, compiler=compiler, options=list(options),
+                symbol_mapping=symbol_mapping, seconds=round(seconds, 4))
+
+
+def load_module(cubin: bytes, meta: dict, cache_key: str = ""):
+    """A CudaModule from a cubin and its :func:`module_meta`, without compiling."""
+    from .module import CudaModule
+
+    return CudaModule(name=meta["name"], source=meta.get("source", ""), arch=meta["arch"], cubin=cubin,
+                      log=meta.get("log", ""), compiler=meta.get("compiler", "?"), options=meta.get("options", []),
+                      symbol_mapping=meta.get("symbol_mapping", {}), from_cache=True,
+                      compile_seconds=float(meta.get("seconds", 0.0)), cache_key=cache_key)
+
+
 # ---------------------------------------------------------------- compile
 def _with_launch_shapes(source: str, name_exprs: list[str]) -> list[str]:
     """The kernels' name expressions plus ``&course::launch_shape<Cfg>`` for each ``name<Cfg>``
@@ -252,10 +269,8 @@ def compile_cuda(source: str, name: str | None = None, arch: str | None = None, 
         if hit is not None:
             STATS["cache_hits"] += 1
             cubin, meta = hit
-            return CudaModule(name=name, source=source, arch=arch, cubin=cubin, log=meta.get("log", ""),
-                              compiler=meta.get("compiler", version), options=flags,
-                              symbol_mapping=meta.get("symbol_mapping", {}), from_cache=True,
-                              compile_seconds=0.0, cache_key=key)
+            return load_module(cubin, {**meta, "name": name, "source": source, "arch": arch, "options": flags,
+                                       "compiler": meta.get("compiler", version)}, cache_key=key)
     if progress:
         progress(f"compiling {name} for {arch} with {'nvcc' if use_nvcc else 'NVRTC'}")
     t0 = time.perf_counter()
@@ -286,8 +301,7 @@ def compile_cuda(source: str, name: str | None = None, arch: str | None = None, 
         raise CompileError(error_report(log, cellfile, source.splitlines()), log=log,
                            diagnostics=cell_diagnostics(log, cellfile), name=name)
     if use_cache:
-        _cache_store(key, cubin, dict(log=log, compiler=version, arch=arch, symbol_mapping=mapping,
-                                      options=flags, seconds=round(seconds, 4), name=name))
+        _cache_store(key, cubin, module_meta(name, source, arch, log, version, flags, mapping, seconds))
     return CudaModule(name=name, source=source, arch=arch, cubin=cubin, log=log, compiler=version,
                       options=flags, symbol_mapping=mapping, from_cache=False, compile_seconds=seconds,
                       cache_key=key)

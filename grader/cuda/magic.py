@@ -9,6 +9,8 @@ per kernel its registers, spills and launch shape. Everything goes to stdout.
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import shlex
 import threading
 import time
@@ -93,9 +95,40 @@ class _Progress:
             print(text, flush=True)
 
 
+def cell_key(line: str, body: str) -> str:
+    """Identifies a ``%%cuda`` cell (its magic line and body): the judge's build of a learner's cell
+    and the runner's load of it must agree on it."""
+    import hashlib
+
+    return hashlib.sha256((line.strip() + "\n" + body.rstrip("\n")).encode()).hexdigest()[:32]   # IPython adds a newline
+
+
+def _precompiled(line: str, cell: str):
+    """The module the judge compiled from exactly this cell (``$GRADER_PRECOMPILED``), if any."""
+    folder = os.environ.get("GRADER_PRECOMPILED")
+    if not folder:
+        return None
+    from pathlib import Path
+
+    from .compiler import load_module
+
+    key = cell_key(line, cell)
+    cubin, meta = Path(folder) / f"{key}.cubin", Path(folder) / f"{key}.json"
+    if not cubin.is_file():
+        return None
+    return load_module(cubin.read_bytes(), json.loads(meta.read_text()), cache_key=key)
+
+
 def cuda_cell(line: str, cell: str, namespace: dict | None = None):
     """Body of ``%%cuda``: compile ``cell``, bind the module in ``namespace``, report."""
     a = parse_magic_line(line)
+    module = _precompiled(line, cell)
+    if module is not None:                  # graded: the judge compiled this very cell already
+        if namespace is not None:
+            namespace[a["name"]] = module
+        if not a["quiet"]:
+            print(summary(module))
+        return module
     progress = _Progress()
     try:
         module = compile_cuda(cell, name=a["name"], arch=a["arch"], options=a["options"],

@@ -96,6 +96,39 @@ dot = Problem(
 )
 
 
+# ------------------------------------------------------------------ 03 the online softmax state
+def _stream(rng, size):
+    n, split = size
+    # values in the hundreds: exp(x) alone overflows float32, so the state must carry the max
+    return {"xs": (rng.standard_normal(n) * 300).astype(np.float32), "split": int(split)}
+
+
+def _state_ref(xs, split):
+    x = xs.astype(np.float64)
+    m = x.max()
+    l = np.exp(x - m).sum()
+    # (m, l) of the whole stream; the same from the two halves merged; exp(m) and l of two empty
+    # states merged (exp(-inf) = 0: a NaN or a finite max fails)
+    return {"state": np.array([m, l, m, l, 0.0, 0.0])}
+
+
+online_state = Problem(
+    name="online softmax state",
+    make_inputs=_stream,
+    outputs=lambda size, inputs: {"state": ((6,), np.float32)},
+    reference=_state_ref,
+    # (stream length, where it is cut before the merge): a single value, cuts at both ends, odd cuts
+    sizes=[(1, 0), (1, 1), (7, 3), (50, 0), (50, 50), (64, 17)],
+    sim_sizes=[(1, 0), (1, 1), (7, 3), (50, 0), (50, 50), (64, 17)],
+    hidden_sizes=[(2, 1), (33, 16), (100, 99), (128, 0)],
+    hidden_sim_sizes=[(2, 1), (33, 16), (100, 99), (128, 0)],
+    # float32 sums of exp over the stream: 1e-5 relative per element, as the lesson states
+    tolerance=lambda size, dtype: (1e-5 * max(size[0], 1), 0.0),
+    hint="online_update(m, l, x): if x is a new max, rescale l by exp(m - x) before adding 1. "
+         "online_merge: rescale both sums to the larger max; two empty states (-inf, 0) merge to (-inf, 0).",
+)
+
+
 # ------------------------------------------------------------------ rows: softmax, norms
 class Rows(tuple):
     """(rows, cols) of a row-wise problem, with the magnitude of its inputs (``scale``)."""

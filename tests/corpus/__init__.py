@@ -1,18 +1,21 @@
 """Broken and cheating submissions of lesson 01.01, each with the grades it must get.
 
 One module per case. A case says how to make the submission from the solution notebook
-(solutions/01_elementwise/01_threads_and_blocks.ipynb) and what nbgrader must give it:
+(solutions/01_elementwise/01_threads_and_blocks.ipynb) and what the judge must give it:
 
     SOURCE = "..."          the new source of the learner's cell `v1_vector_add`, or
     def edit(nb): ...        change the notebook (nbformat node) in place, or
     RAW = "..."             the submitted file's bytes (not a notebook at all)
+    def edit_json(d): ...   change the saved notebook's JSON in place (what nbformat would repair)
+    FILES = {path: text}    files handed in beside the notebook (only the notebook is graded)
     EXPECT = {grade_id: (score, "substring of the reason"), ...}      in the simulator
     EXPECT_GPU = {...}      on a GPU (GRADER_TEST_GPU=1), where it differs; None: simulator only
     GPU_ONLY = True         run only on a GPU
-    STATUS = "caught" | "documented: …"   (README, "What the grader does not catch")
+    def after(result): ...  more assertions on the grade (e.g. nothing leaked into the log)
+    STATUS = "caught" | "no effect" | "documented: …"   (README, "What the grader does not catch")
 
-tests/test_corpus.py grades every case in one nbgrader run and compares each graded
-cell's score and reason. A reason "" means: full points, nothing to explain.
+tests/test_corpus.py grades every case through the judge (each in its own sandbox) and compares
+each graded cell's score and reason. A reason "" means: full points, nothing to explain.
 """
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ import pkgutil
 
 V, H, S = "test_vector_add_visible", "test_vector_add_hidden", "speed_vector_add"
 NO_GPU = "not graded: no GPU"
+WRONG = "values are wrong"
 
 # the simplest correct kernel a learner writes; cases change pieces of it
 KERNEL = '''

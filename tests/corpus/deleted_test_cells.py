@@ -1,4 +1,5 @@
-"""The hidden-test and speed cells deleted: nbgrader puts the locked cells back and grades them."""
+"""The hidden-test and speed cells deleted: the judge grades the source's test cells, not the
+submission's."""
 from . import H, NO_GPU, S, expect
 
 

@@ -1,5 +1,5 @@
-"""A wrong kernel, and the visible test cell rewritten to pass (source, points, lock): nbgrader
-restores the locked cell from its database and the wrong kernel is graded."""
+"""A wrong kernel, and the visible test cell rewritten to pass (source, points, lock): the judge
+runs the source's test cells, never the submission's, and the wrong kernel is graded."""
 from . import V, WRONG_KERNEL, expect
 
 SOURCE = WRONG_KERNEL

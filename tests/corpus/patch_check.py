@@ -1,10 +1,8 @@
-"""A wrong kernel and `grader.check` replaced by a function that passes: the test cells call
-the fake (nothing in-process can stop that), but nbgrader's process reads the source
-(FlagTampering) and every graded cell scores 0 with the line named."""
-from . import WRONG_KERNEL, expect
+"""A wrong kernel and `grader.check` replaced by a function that passes: the judge runs its own
+check in its own process, so the patch changes nothing and the wrong kernel is graded."""
+from . import NO_GPU, WRONG, WRONG_KERNEL, expect
 
 SOURCE = WRONG_KERNEL + "\ngrader.check = lambda *args, **kwargs: None\n"
-WHY = "changes the grader or its tools"
-EXPECT = expect((0, WHY), (0, WHY), (0, WHY))
-EXPECT_GPU = EXPECT
-STATUS = "caught"
+EXPECT = expect((0, WRONG), (0, WRONG), (0, NO_GPU))
+EXPECT_GPU = expect((0, WRONG), (0, WRONG), (0, "no timed runs"))
+STATUS = "no effect"

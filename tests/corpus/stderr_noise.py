@@ -1,5 +1,5 @@
-"""A correct kernel whose launch prints pages of warnings to stderr: keeps every point
-(grader.nbgrader_settings.StderrToStdout turns a graded cell's stderr into stdout)."""
+"""A correct kernel whose launch prints pages of warnings to stderr: keeps every point (the
+runner's output goes to a bounded log; the judge's verdicts do not read it)."""
 from . import KERNEL, NO_GPU, expect
 
 SOURCE = "import sys\n" + KERNEL.replace(

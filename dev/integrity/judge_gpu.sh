@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The judge on a GPU machine (run through the device tool, from the repo root, with .whl and .carry):
+#   1. the sandbox sees the GPU (bubblewrap carried as .carry/bwrap/bwrap: the device has none);
+#   2. the scoreboard of the given chapters through the judge, with --in-notebook: every speed cell
+#      timed by the judge and, in the same run, inside the executed notebook, recorded side by side.
+# Usage: bash dev/integrity/judge_gpu.sh OUTDIR CHAPTER...
+set -u
+out=$1; shift
+source .carry/dev_env.sh || exit 1
+export GRADER_BWRAP=$PWD/.carry/bwrap/bwrap
+python3 - <<'PY'
+import sys, subprocess, tempfile
+from pathlib import Path
+from grader.judge.sandbox import choose, sandbox_env
+box = choose("bwrap")
+with tempfile.TemporaryDirectory() as tmp:
+    code = "import torch, numba.cuda as c; print('in the sandbox:', torch.cuda.get_device_name(), c.get_current_device().name)"
+    r = subprocess.run(box.command([sys.executable, "-c", code], Path(tmp), sandbox_env(), gpu=True), capture_output=True, text=True)
+    print(r.stdout.strip(), r.stderr.strip()[-500:])
+PY
+for ch in "$@"; do
+  /usr/bin/time -f "$ch: %e s wall" python3 -m grader scoreboard "$ch" --in-notebook --out "$out" 2>&1 | tail -25
+done

@@ -1,0 +1,222 @@
+"""The judge: grades one notebook from outside the learner's process.
+
+:func:`grade` builds the plan (grader.judge.plan), compiles the ``%%cuda`` cells itself
+(grader.judge.build), measures the speed cells' peers before any learner code runs, starts the
+runner in its sandbox, then evaluates each graded cell *as the source notebook has it* (hidden
+tests included) in its own namespace: ``grader`` is the judge's (grader.judge.verbs), ``P`` the
+course's problems, a compiled cell its own build, and every name the notebook defines a proxy to
+the runner. A cell that raises earns 0 with the reason; one whose last line gives a number earns
+that number (within its points); any other earns its points — nbgrader's rule, applied here.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import contextlib
+import io
+import re
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import CheckFailed
+from . import plan as plans
+from .remote import FailedModule, Remote, RemoteFunction, RunnerGone
+
+OUTPUT_CHARS = 20_000
+
+
+@dataclass
+class Verdict:
+    grade_id: str
+    score: float
+    max_score: float
+    reason: str = ""         # why points were lost ("" when none were)
+    output: str = ""         # what the cell printed, as the judge ran it
+
+
+@dataclass
+class NotebookGrade:
+    notebook: str
+    verdicts: list = field(default_factory=list)
+    notes: list = field(default_factory=list)       # about the submission's structure and its cells' errors
+    log: str = ""                                   # what the notebook's own code printed
+    seconds: float = 0.0
+    plan: object = None                             # what was graded (grader.judge.plan.Plan)
+    timings: dict = field(default_factory=dict)     # seconds: build, peers, start (runner + its cells), tests
+
+
+def _free_names(source: str) -> set[str]:
+    tree = ast.parse(source)
+    stored = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    stored |= {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    stored |= {a.arg for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.Lambda)) for a in n.args.args}
+    loaded = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return loaded - stored - set(dir(builtins))
+
+
+def _module_names(plan) -> dict[str, dict]:
+    """Module name -> its %%cuda cell, for the cells of the plan."""
+    from ..cuda.magic import parse_magic_line
+
+    out = {}
+    for cell in plan.cuda:
+        try:
+            out[parse_magic_line(cell["line"])["name"]] = cell
+        except Exception:          # a line the magic cannot read: the runner reports its error
+            continue
+    return out
+
+
+def _speed_problems(plan, P) -> list:
+    """The problems the plan's speed cells time (their peers are measured before the runner starts)."""
+    found = []
+    for test in plan.tests:
+        for name in re.findall(r"grader\.speed\(\s*\w+\s*,\s*P\.(\w+)", test["source"]):
+            if P is not None and hasattr(P, name):
+                found.append(getattr(P, name))
+    return found
+
+
+def evaluate(test: dict, ns: dict) -> Verdict:
+    """Run one graded cell's source in ``ns``; its verdict by nbgrader's rule."""
+    source, points = test["source"], test["points"]
+    tree = ast.parse(source)
+    last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+    out = io.StringIO()
+    value, reason = None, ""
+    try:
+        with contextlib.redirect_stdout(out):
+            exec(compile(tree, f"<test {test['grade_id']}>", "exec"), ns)
+            if last is not None:
+                value = eval(compile(ast.Expression(last.value), f"<test {test['grade_id']}>", "eval"), ns)
+    except CheckFailed as exc:
+        reason = str(exc)
+    except AssertionError as exc:
+        reason = f"AssertionError: {exc}" if str(exc) else "AssertionError"
+    except Exception as exc:
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.startswith("<test")]
+        where = f" (line {frames[-1].lineno})" if frames else ""
+        reason = f"{type(exc).__name__}{where}: {exc}"
+    text = out.getvalue()[-OUTPUT_CHARS:]
+    if reason:
+        return Verdict(test["grade_id"], 0.0, points, reason[:OUTPUT_CHARS], text)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        score = min(max(float(value), 0.0), points) if value == value else 0.0
+        return Verdict(test["grade_id"], score, points, "" if score >= points else (text.strip().splitlines() or ["partial credit"])[-1], text)
+    return Verdict(test["grade_id"], points, points, "", text)
+
+
+def grade(source_nb: Path, release_nb: Path, submission: Path | None, sandbox, *, gpu: bool | None = None,
+          work: Path | None = None, env: dict | None = None) -> NotebookGrade:
+    """Grade one submitted notebook (None: the untouched release)."""
+    import grader
+
+    from ..backend import SIMULATOR
+    from ..cuda import toolchain
+    from .build import compile_plan
+    from .verbs import GraderFacade, Judged
+
+    t0 = time.monotonic()
+    result = NotebookGrade(notebook=Path(release_nb).name)
+    try:
+        plan = plans.build(source_nb, release_nb, submission)
+    except plans.Unreadable as exc:
+        why = f"this submission could not be read as a notebook: {exc}"
+        result.verdicts = [Verdict(t["grade_id"], 0.0, t["points"], why)
+                           for t in plans.build(source_nb, release_nb, None).tests]
+        result.notes.append(why)
+        result.plan = plans.build(source_nb, release_nb, None)
+        return result
+    result.plan = plan
+    result.notes += plan.notes
+    gpu = (not SIMULATOR) if gpu is None else gpu
+    with contextlib.ExitStack() as stack:
+        scratch = Path(work) if work else Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="judge-")))
+        mark = time.monotonic()
+        built = compile_plan(plan.cuda, sandbox, scratch)
+        result.timings["build"] = time.monotonic() - mark
+        ns: dict = {"__name__": "__judge__"}
+        exec(compile(plan.imports or "", "<imports>", "exec"), ns)
+        P = ns.get("P")
+        mark = time.monotonic()
+        if gpu:                                    # the peers, on a GPU nothing else uses yet
+            for problem in _speed_problems(plan, P):
+                _prewarm_peer(problem)
+        result.timings["peers"] = time.monotonic() - mark
+        mark = time.monotonic()
+        remote = stack.enter_context(_closing(Remote(plan, sandbox, scratch, gpu, env=env)))
+        try:
+            errors = remote.hello()
+        except RunnerGone as exc:
+            errors = {"(notebook)": str(exc)}
+        result.timings["start"] = time.monotonic() - mark
+        mark = time.monotonic()
+        result.notes += [f"cell `{cid}` raised {err}" for cid, err in errors.items()]
+        device = grader.device.info().name if gpu else ""
+        judged = Judged(remote, simulator=not gpu, cc=toolchain.compute_capability() if gpu else None, device_name=device)
+
+        def sandboxed_compile(source, name=None, arch=None, options=(), kernels=None, **_):
+            from ..cuda.magic import cell_key
+
+            line = " ".join([name or "cell"] + ([f"--arch {arch}"] if arch else []) +
+                            [f"-k '{k}'" for k in kernels or []] + [f"--opt={o}" for o in options])
+            module = compile_plan([{"line": line, "body": source, "key": cell_key(line, source)}], sandbox, scratch)
+            got = next(iter(module.values()))
+            if isinstance(got, str):
+                from ..cuda.compiler import CompileError
+
+                raise CompileError(got, name=name or "cell")
+            return got
+
+        ns["grader"] = GraderFacade(judged, sandboxed_compile)
+        ns["display"] = lambda *a, **k: None
+        cells = _module_names(plan)
+        for test in plan.tests:
+            if remote.dead:                          # the learner's process is gone: say why, once per cell
+                result.verdicts.append(Verdict(test["grade_id"], 0.0, test["points"], remote.dead))
+                continue
+            wanted = _free_names(test["source"]) - set(ns)
+            for name in sorted(wanted & set(cells)):
+                got = built.get(cells[name]["key"])
+                ns[name] = got if not isinstance(got, str) else FailedModule(name, got)
+            rest = sorted(wanted - set(cells))
+            if rest:
+                try:
+                    kinds = remote.resolve(rest)
+                except RunnerGone:
+                    kinds = {}
+                for name, kind in kinds.items():
+                    if kind == "function":
+                        ns[name] = RemoteFunction(remote, name)
+            result.verdicts.append(evaluate(test, ns))
+        result.log = remote.close()
+        result.timings["tests"] = time.monotonic() - mark
+    result.seconds = time.monotonic() - t0
+    return result
+
+
+def _prewarm_peer(problem) -> None:
+    """Measure a problem's peer at its benchmark size now, in the judge's process, before the
+    learner's code runs on this GPU (the speed cell then finds it measured)."""
+    import numpy as np
+
+    from .. import arrays, peers
+
+    if problem.peer is None or problem.unavailable(False, __import__("grader").cuda.toolchain.compute_capability()):
+        return
+    size = problem.bench_size
+    inputs = problem.make_inputs(np.random.default_rng(0), size)
+    dev = arrays.device_args(inputs, problem.arrays)
+    peers.measure(problem.peer, peers.inputs_for(dev, size, problem.work(size)))
+
+
+@contextlib.contextmanager
+def _closing(remote: Remote):
+    try:
+        yield remote
+    finally:
+        if remote.box.proc.poll() is None:
+            remote.close()
