@@ -323,7 +323,8 @@ def kernel_of(launch):
 # ------------------------------------------------------------------ candidates
 def softmax_candidates(quick=False):
     # Without launch bounds ptxas spends 124+ registers on the persistent loop (hoisted addresses):
-    # min_blocks caps them (launch_bounds(threads, min_blocks)); ptxas_rows.py shows no spills.
+    # min_blocks caps them (launch_bounds(threads, min_blocks)). ptxas_rows.py: the reuse kernels spill at
+    # the caps below (256×8 at ≥5 blk/SM: 48 registers, 144/84 B; ≥4: 8/4 B), the double ones do not.
     c = [
         ("reuse 256×8, 1 row/block (not persistent), ≥5 blk/SM", lambda: make_softmax(grid="rows", min_blocks=5)),
         ("reuse 256×8 persistent, ≥5 blk/SM", lambda: make_softmax(min_blocks=5)),
