@@ -1,4 +1,4 @@
-"""bench: timing on the GPU, the way the lessons teach it.
+"""timing: how long a call takes on the GPU, the way the lessons teach it.
 
 This module only measures; what a figure is compared with (a peer) is grader.peers, and the
 verbs that put the two side by side are grader.speed. The method:

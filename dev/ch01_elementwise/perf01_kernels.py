@@ -1,6 +1,6 @@
 """Candidate kernels for chapter 01's references (saxpy, transpose, bias+GELU), before they go into
 the lessons. Plain Numba, no grader import, so `cuda.compile_ptx` can count instructions on a machine
-without a GPU (tests/gpu/perf01_variants.py times them on one).
+without a GPU (perf01_variants.py and perf01_gelu_rows.py in this folder time them on one).
 """
 from __future__ import annotations
 

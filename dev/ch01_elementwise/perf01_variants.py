@@ -1,58 +1,55 @@
 """Chapter 01 reference candidates on a GPU, in one run: saxpy, transpose and bias+GELU variants
 against the copy bandwidth, plus the bias+GELU speed() variance study (host time per launch call,
-the 50 µs head start of grader.bench's EventTimer, a busy Python thread, L2 flush order).
+the head start of grader.timing's EventTimer, a busy Python thread).
 
-    python tests/gpu/perf01_variants.py          # repository root, CUDA GPU
+    python dev/ch01_elementwise/perf01_variants.py          # repository root, CUDA GPU
+
+Candidates (perf01_kernels.py) are checked with grader.check and timed with grader.measure at the
+problem's bench size, against the copy ceiling of this run (grader.peers.ceiling("copy")). The
+variance study times the graded path twice: grader.speed itself (its adaptive head start: the
+recorded measurement, common.graded), and the same timed runs with a fixed head start of 50 or
+1000 µs (common.speed_with_timer: grader.timing.time_call with another timer, the outputs
+re-poisoned before each run, the problem's peer on the same inputs). The fixed head start is kept
+outside the grader on purpose: the grader only uses the adaptive one.
 """
 from __future__ import annotations
 
 import sys
 import threading
 import time
-import warnings
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests" / "gpu"))
+import common   # first: puts the repository on sys.path and imports grader
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-import grader  # noqa: E402
-from grader.check import _device_output, _to_device_padded  # noqa: E402
-from grader.problems import elementwise as P  # noqa: E402
-from measure_ch01 import correct, device_inputs, load  # noqa: E402
+import grader
+from grader.problems import elementwise as P
 
-import perf01_kernels as K  # noqa: E402
-
-BENCH = sys.modules["grader.bench"]
-SPEED = sys.modules["grader.speed"]
+import perf01_kernels as K
 
 
 def main():
     from numba import cuda
 
+    if grader.SIMULATOR:
+        print("No GPU: this script times kernels on a CUDA GPU.")
+        return 2
     info = grader.device.info()
     sms = info.sm_count
-    _, copy_bw = grader.device.peer("copy")
+    _, copy_bw = grader.peers.ceiling("copy")
     print(f"{info.name} ({info.arch}, {sms} SMs): copy bandwidth {copy_bw:,.0f} GB/s", flush=True)
-    l02, l03, l04 = load()
+    l02, l03, l04 = common.load()
     rows = []
 
     def measure(label, launch, problem, sizes, budget=0.5):
         t0 = time.time()
-        status = correct(launch, problem, sizes)
-        _, dargs, outs = device_inputs(problem, problem.bench_size)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            m = grader.bench(lambda: launch(*dargs, *outs), label=label, budget_s=budget, peer=None,
-                             bytes=problem.bytes_moved(problem.bench_size))
+        status = common.correct(launch, problem, sizes)
+        m = grader.measure(launch, problem, label, peer=None, budget_s=budget)
         rows.append((label, m.value, 100 * m.value / copy_bw, m.spread, status))
         print(f"  {label:44s} {m.value:7,.0f} GB/s {100 * m.value / copy_bw:5.1f}%  spread {100 * m.spread:4.1f}%"
               f"  {status}  ({time.time() - t0:.1f}s)", flush=True)
         return m
 
-    sx = [(1, 1000, 1_000_003, 65_537)]
     sx = [1, 1000, 1_000_003, 65_537]
     print("saxpy n=2^27")
     measure("nb: strided 4/thread, 256", l02["launch_saxpy"], P.saxpy, sx)
@@ -94,32 +91,24 @@ def main():
              "gelu nb": (l04["launch_bias_gelu"], P.bias_gelu, (4, 4096)),
              "gelu lean4 launcher": (K.gelu_launcher(K.gelu_words4, sms), P.bias_gelu, (4, 4096))}
     for name, (launch, problem, size) in cands.items():
-        inputs = problem.make_inputs(np.random.default_rng(0), size)
-        args = [(_to_device_padded(v)[1] if isinstance(v, np.ndarray) else v) for v in inputs.values()]
-        outs = [_device_output(s, d)[1] for s, d in problem.outputs(size, inputs).values()]
+        _, dev_in, outs = common.device_args(problem, size)
+        args = common.args_of(dev_in, outs)
         for _ in range(20):
-            launch(*args, *outs)
+            launch(*args)
         cuda.synchronize()
         ts = []
         for _ in range(300):
             t0 = time.perf_counter()
-            launch(*args, *outs)
+            launch(*args)
             ts.append(time.perf_counter() - t0)
         cuda.synchronize()
         ts = np.array(ts) * 1e6
         print(f"  {name:28s} median {np.median(ts):6.1f}  p90 {np.percentile(ts, 90):6.1f}  max {ts.max():7.1f}",
               flush=True)
 
-    # ---- the graded path, grader.speed, under different conditions
+    # ---- the graded path under different conditions: grader.speed itself (adaptive head start), and
+    # its timed runs with a fixed head start (common.speed_with_timer), with or without a busy thread
     print("\ngrader.speed(launch, P.bias_gelu) / P.transpose / P.saxpy: the graded path")
-    captured = []
-    orig_bench = SPEED.bench
-
-    def spy(*a, **k):
-        m = orig_bench(*a, **k)
-        captured.append(m)
-        return m
-    SPEED.bench = spy
     busy = {"on": False}
 
     def spinner():
@@ -127,38 +116,45 @@ def main():
             sum(range(2000))
     gelu_new = K.gelu_launcher(K.gelu_words4, sms, 256, 1)
     for label, launch, problem, sleep_us, spin in [
+            ("gelu nb, graded (adaptive head start)", l04["launch_bias_gelu"], P.bias_gelu, None, False),
+            ("gelu nb, graded, busy thread", l04["launch_bias_gelu"], P.bias_gelu, None, True),
             ("gelu nb, head start 50us", l04["launch_bias_gelu"], P.bias_gelu, 50, False),
             ("gelu nb, head start 50us, busy thread", l04["launch_bias_gelu"], P.bias_gelu, 50, True),
             ("gelu nb, head start 1000us", l04["launch_bias_gelu"], P.bias_gelu, 1000, False),
             ("gelu nb, head start 1000us, busy thread", l04["launch_bias_gelu"], P.bias_gelu, 1000, True),
+            ("gelu lean4, graded", gelu_new, P.bias_gelu, None, False),
             ("gelu lean4, head start 50us", gelu_new, P.bias_gelu, 50, False),
             ("gelu lean4, head start 1000us", gelu_new, P.bias_gelu, 1000, False),
             ("transpose nb, 50us", l03["launch_transpose"], P.transpose, 50, False),
             ("transpose staged(64,4,1), 50us", K.make_transpose_staged(64, 4, 1), P.transpose, 50, False),
             ("saxpy chunk4 256 w1, 50us", K.saxpy_launcher(k4, 4, sms, 1), P.saxpy, 50, False)]:
-        BENCH.keep_gpu_busy.__defaults__ = (sleep_us,)
         busy["on"] = spin
         th = threading.Thread(target=spinner, daemon=True)
         if spin:
             th.start()
         t0 = time.time()
         try:
-            pts = grader.speed(launch, problem, points=2, budget_s=2.0)
+            if sleep_us is None:          # the graded cell itself, and the measurement it recorded
+                pts, rec = common.graded(launch, problem, points=2, budget_s=2.0)
+                value, median_s, runs, spread, tail = rec["value"], rec["median_ms"] / 1e3, rec["runs"], rec["spread"], ""
+            else:                         # its timed runs with a fixed head start
+                pts, m = "-", common.speed_with_timer(launch, problem, common.FixedHeadStart(sleep_us), budget_s=2.0)
+                value, median_s, runs, spread = m.value, m.median_s, len(m.times_s), m.spread
+                tail = f"  p90/min {np.percentile(m.times_s, 90) / min(m.times_s):.2f}"
+            line = (f"  {label:44s} {value:7,.0f} GB/s {100 * value / copy_bw:5.1f}%  median {median_s * 1e3:.3f} ms"
+                    f"  runs {runs:4d} spread {100 * spread:5.1f}%{tail}  points {pts}  ({time.time() - t0:.1f}s)")
         except Exception as exc:  # noqa: BLE001
-            pts = f"ERROR {type(exc).__name__}: {str(exc)[:100]}"
+            line = f"  {label:44s} ERROR {type(exc).__name__}: {str(exc)[:100]}"
         busy["on"] = False
         if spin:
             th.join()
-        m = captured[-1]
-        print(f"  {label:44s} {m.value:7,.0f} GB/s {100 * m.value / copy_bw:5.1f}%  median {m.median_s * 1e3:.3f} ms"
-              f"  runs {len(m.times_s):4d} spread {100 * m.spread:5.1f}%  p90/min {np.percentile(m.times_s, 90) / min(m.times_s):.2f}"
-              f"  points {pts}  ({time.time() - t0:.1f}s)", flush=True)
-    BENCH.keep_gpu_busy.__defaults__ = (50,)
+        print(line, flush=True)
 
     print("\n| kernel | GB/s | % of copy | spread | check |\n|---|---|---|---|---|")
     for label, v, pct, spr, status in rows:
         print(f"| {label} | {v:,.0f} | {pct:.1f}% | {100 * spr:.1f}% | {status} |")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,15 +1,25 @@
 """On a GPU: the copy peers and vector-add variants, one table (for lesson 01.01's reference).
 
-    python tests/gpu/probe_vector_add.py
-"""
-import numpy as np
-from numba import cuda
+    python dev/ch01_elementwise/probe_vector_add.py
 
-import grader
-from grader.bench import EventTimer, bench, repeat
+The two copies the copy peer chooses between (cudaMemcpy through Numba, torch's copy_) at 1 and
+4 GiB each way, timed with grader.timing.time_call without the L2 flush (a copy of gigabytes
+streams past the L2 anyway; the peer itself, grader.peers.copy, flushes), at least 20 runs; then
+vector-add variants with grader.bench, each as a fraction of the copy ceiling
+(grader.peers.ceiling("copy"), measured in the same run).
+"""
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))   # run as a script: the repository's grader
+
+import grader  # noqa: E402  (before numba: it picks GPU or simulator)
+import numpy as np  # noqa: E402
+from numba import cuda  # noqa: E402
+
+from grader.timing import time_call  # noqa: E402
 
 N = 1 << 27
-sm = cuda.get_current_device().MULTIPROCESSOR_COUNT
 
 
 @cuda.jit
@@ -50,20 +60,23 @@ def four_per_thread(a, b, c):
 
 def main():
     print(grader.mode())
+    if grader.SIMULATOR:
+        print("No GPU: this probe times copies and kernels on a CUDA GPU.")
+        return 2
     import torch
 
+    sm = grader.device.info().sm_count
     rows = []
-    timer = EventTimer()
     for gib in (1, 4):
         n = gib * 2**30 // 4
         s, d = cuda.to_device(np.ones(n, np.float32)), cuda.device_array(n, np.float32)
-        t = np.median(repeat(lambda: timer(lambda: d.copy_to_device(s)), min_reps=20))
+        t = np.median(time_call(lambda: d.copy_to_device(s), flush=False, min_reps=20))
         rows.append((f"numba memcpy DtoD {gib} GiB", 2 * gib * 2**30 / t / 1e9))
         ts, td = torch.ones(n, device="cuda"), torch.empty(n, device="cuda")
-        t = np.median(repeat(lambda: timer(lambda: td.copy_(ts)), min_reps=20))
+        t = np.median(time_call(lambda: td.copy_(ts), flush=False, min_reps=20))
         rows.append((f"torch copy_ {gib} GiB", 2 * gib * 2**30 / t / 1e9))
         del s, d, ts, td
-    label, peer = grader.device.peer("copy")
+    label, peer = grader.peers.ceiling("copy")
     a, b = cuda.to_device(np.ones(N, np.float32)), cuda.to_device(np.ones(N, np.float32))
     c = cuda.device_array(N, np.float32)
     variants = {
@@ -77,13 +90,14 @@ def main():
         "four/thread 128": lambda: four_per_thread[(N + 511) // 512, 128](a, b, c),
     }
     for name, fn in variants.items():
-        m = bench(fn, label=name, bytes=12 * N, peer="copy")
+        m = grader.bench(fn, label=name, bytes=12 * N, peer=None)
         rows.append((name, m.value))
     print(f"\n{'variant':<28} {'GB/s':>8} {'% of ' + label:>22}")
     for name, v in rows:
         print(f"{name:<28} {v:8.0f} {100 * v / peer:21.1f}%")
     print(f"peer: {label} = {peer:.0f} GB/s on {grader.device.info().name}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

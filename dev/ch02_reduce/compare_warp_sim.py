@@ -1,8 +1,8 @@
 """Run the warp kernels on a GPU and in the simulator, and compare the outputs.
 
-    python tests/gpu/compare_warp_sim.py [--out DIR] [--cases a,b,...]
+    python dev/ch02_reduce/compare_warp_sim.py [--out DIR] [--cases a,b,...]
 
-1. runs every case of tests/gpu/warp_kernels.py on the GPU in this process and
+1. runs every case of warp_kernels.py (this folder) on the GPU in this process and
    saves the outputs to DIR/warp_gpu.npz;
 2. runs the same cases under the simulator in a subprocess
    (NUMBA_ENABLE_CUDASIM=1), which saves DIR/warp_sim.npz;

@@ -1,28 +1,25 @@
 """Chapter 02 on a GPU: time every version and every graded reference against its peer.
 
-    python tests/gpu/measure_ch02.py            # all lessons
-    python tests/gpu/measure_ch02.py 03 04      # some lessons
-    python tests/gpu/measure_ch02.py --no-check # skip the correctness checks at GPU sizes
+    python dev/ch02_reduce/measure.py            # all lessons
+    python dev/ch02_reduce/measure.py 03 04      # some lessons
+    python dev/ch02_reduce/measure.py --no-check # skip the correctness checks at GPU sizes
 
-The kernels are the solution notebooks' own cells (tests/ch02_cells.py). Each row
-is timed with grader.bench (CUDA events, L2 flushed, median) against a peer
-measured in the same run: the device-to-device copy bandwidth, or the torch op
-(torch.sum, torch.softmax, torch.nn.functional.rms_norm) on the same shape.
+The kernels are the solution notebooks' own cells (grader.notebooks.run_cells). Each row is
+checked with grader.check at the problem's GPU sizes, then timed with grader.measure (the
+problem's inputs at its bench size, CUDA events, L2 flushed, median) against a peer measured in
+the same run on the same inputs (grader.peers): the device-to-device copy bandwidth, or the torch
+op (torch.sum, torch.softmax, torch.nn.functional.rms_norm).
 Prints: kernel | figure | peer | ratio | goal | status. Exit status 1 if a goal is missed.
 """
 from __future__ import annotations
 
 import sys
 import traceback
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from common import load   # first: puts the repository on sys.path and imports grader
 
-import grader  # noqa: E402  (before numba)
-from grader.problems import reduce as P  # noqa: E402
-
-from ch02_cells import load  # noqa: E402
+import grader
+from grader.problems import reduce as P
 
 COPY = "copy"
 
@@ -69,6 +66,9 @@ def plan(lessons: set[str]) -> list:
 
 
 def main(argv: list[str]) -> int:
+    if "-h" in argv or "--help" in argv:
+        print(__doc__)
+        return 0
     if grader.SIMULATOR:
         print("No GPU: this script times kernels on a CUDA GPU (the simulator cannot).")
         return 2

@@ -1,64 +1,58 @@
 """Chapter 02's graded references on a GPU: why the graded path was slower, and candidate kernels.
 
-    python tests/gpu/perf_ch02.py [--quick]
+    python dev/ch02_reduce/perf.py [--quick]
 
 1. The timer: the sleep kernel's real length, the host time of each launch function, whether the
-   output re-poisoning (a device-to-device copy) blocks the host, and the graded path
-   (grader.speed) for the sum with the old fixed 50 µs head start and the adaptive one.
-2. Candidate kernels (tests/gpu/ch02_variants.py) at the graded sizes, on inputs made by torch on
-   the GPU, checked against torch in float32, timed with grader.bench (L2 flushed, same timer as
-   grader.speed), each beside its peer measured in this run.
+   output re-poisoning (a device-to-device copy) blocks the host, and the graded path for the sum:
+   grader.speed itself (the adaptive head start), and its timed runs with the old fixed 50 µs head
+   start (common.speed_with_timer: grader.timing.time_call with EventTimer(adaptive=False), outputs
+   re-poisoned, the problem's peer on the same inputs). The fixed head start and the timer's
+   internals (its sleep kernel, its step length) are looked at here on purpose: the grader only
+   uses the adaptive head start.
+2. Candidate kernels (variants.py) at the graded sizes, on the problems' own inputs (seed 0, uploaded
+   as grader.speed uploads them), checked with grader.check's run_case + verdict (float64 reference;
+   the sum against a relative 1e-4, tighter than the graded tolerance; softmax and RMSNorm with the
+   graded tolerance), timed with grader.speed.timed (L2 flushed, the graded timer), each beside its
+   peer measured on the same inputs in this run (grader.peers).
 3. grader.speed on the notebooks' launch functions (the graded call).
 """
 from __future__ import annotations
 
-import functools
-import importlib
 import statistics
 import sys
 import time
 import traceback
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common   # first: puts the repository on sys.path and imports grader
 
-import grader  # noqa: E402  (before numba)
-B = importlib.import_module("grader.bench")
-from grader.problems import reduce as P  # noqa: E402
+import grader
+import numpy as np
+from grader import arrays, timing
+from grader.problems import reduce as P
+from grader.speed import timed
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-from numba import cuda  # noqa: E402
+import variants as V
 
-import ch02_variants as V  # noqa: E402
-from ch02_cells import load  # noqa: E402
-
-S = importlib.import_module("grader.speed")
-_captured: list = []
-S.record = lambda kind, **kw: _captured.append(kw)
 T0 = time.time()
+# the sum checked against a relative 1e-4 (the graded tolerance allows more: atomics in any order)
+SUM_TIGHT = P.total_sum.variant(name="sum (perf.py: 1e-4)", tolerance=lambda n, dtype: (1e-4, 0.0))
 
 
 def log(*a):
     print(f"[{time.time() - T0:6.1f}s]", *a, flush=True)
 
 
-def graded(launch, problem, adaptive=True):
-    """grader.speed exactly, returning its measurement's dict (value, peer_value, fraction, runs, spread)."""
-    orig = B.EventTimer
-    if not adaptive:
-        B.EventTimer = functools.partial(orig, adaptive=False)
-    try:
-        _captured.clear()
-        grader.speed(launch, problem, points=2)
-        return _captured[-1]
-    finally:
-        B.EventTimer = orig
+def graded(launch, problem, adaptive=True) -> dict:
+    """The graded path's measurement as a dict (value, fraction, runs, spread): grader.speed itself
+    (adaptive head start), or its timed runs with the fixed 50 µs head start."""
+    if adaptive:
+        return common.graded(launch, problem, points=2)[1]
+    return common.speed_with_timer(launch, problem, timing.EventTimer(adaptive=False)).as_dict()
 
 
 def host_us(fn, n=30):
+    from numba import cuda
+
     out = []
     for _ in range(n):
         cuda.synchronize()
@@ -69,54 +63,56 @@ def host_us(fn, n=30):
     return 1e6 * statistics.median(out[3:])
 
 
-def nb(t):                      # torch tensor -> numba device array (same memory)
-    return cuda.as_cuda_array(t)
-
-
 def main(argv):
+    if "-h" in argv or "--help" in argv:
+        print(__doc__)
+        return 0
+    if grader.SIMULATOR:
+        print("No GPU: this script times kernels on a CUDA GPU.")
+        return 2
+    import torch
+    from numba import cuda
+
     quick = "--quick" in argv
     dev = grader.device.info().name
-    copy_label, copy = grader.device.peer("copy")
+    copy_label, copy = grader.peers.ceiling("copy")
     log(f"device {dev}; {copy_label} {copy:,.0f} GB/s")
 
-    ns2 = load("02_warps.ipynb", ["v1_warp", "v2_block", "v3_grid_stride"])
-    ns3 = load("03_softmax.ipynb", ["given", "online_state", "v3_online", "v4_registers"])
-    ns4 = load("04_norms.ipynb", ["given", "v2_rmsnorm", "v3_registers"])
+    ns2 = common.load("02_warps.ipynb", ["v1_warp", "v2_block", "v3_grid_stride"])
+    ns3 = common.load("03_softmax.ipynb", ["given", "v1_naive", "online_state", "v3_online", "v4_registers"])
+    ns4 = common.load("04_norms.ipynb", ["given", "v2_rmsnorm", "v3_registers"])
 
     # ---------------------------------------------------------------- 1. the timer
-    B.keep_gpu_busy(50)
-    log(f"sleep step: {B._sleep_ns_per_step:.0f} ns (nanosleep(1000) per step)")
+    timing.keep_gpu_busy(50)
+    log(f"sleep step: {timing._sleep_ns_per_step:.0f} ns (nanosleep(1000) per step)")
     for us in (50, 200):
         a, b = cuda.event(), cuda.event()
-        B._sleep[1, 1](100)
+        timing._sleep[1, 1](100)
         a.record()
-        B.keep_gpu_busy(us)
+        timing.keep_gpu_busy(us)
         b.record()
         b.synchronize()
         log(f"keep_gpu_busy({us}) lasted {cuda.event_elapsed_time(a, b) * 1e3:.0f} µs on the GPU")
 
-    n = P.total_sum.bench_size
-    xs = torch.rand(n, device="cuda", dtype=torch.float32)
-    x_sum, out_sum = nb(xs), cuda.device_array(1, np.float32)
-    rows3, rows4 = P.softmax_bf16.bench_size, P.rmsnorm_bf16.bench_size
-    xsm = torch.randn(*rows3, device="cuda", dtype=torch.bfloat16)
-    ysm = torch.empty_like(xsm)
-    xrm = torch.randn(*rows4, device="cuda", dtype=torch.bfloat16)
-    wrm = (1 + 0.1 * torch.randn(rows4[1], device="cuda")).to(torch.bfloat16)
-    yrm = torch.empty_like(xrm)
-    u16 = lambda t: nb(t.view(torch.int16)).view(np.uint16)   # noqa: E731
-    a_xsm, a_ysm, a_xrm, a_wrm, a_yrm = u16(xsm), u16(ysm), u16(xrm), u16(wrm), u16(yrm)
+    # the problems' own inputs at their bench sizes, on the device as grader.speed puts them
+    n, rows3, rows4 = P.total_sum.bench_size, P.softmax_bf16.bench_size, P.rmsnorm_bf16.bench_size
+    in_sum, dev_sum, out_sum = common.device_args(P.total_sum, n)
+    in_sm, dev_sm, out_sm = common.device_args(P.softmax_bf16, rows3)
+    in_rm, dev_rm, out_rm = common.device_args(P.rmsnorm_bf16, rows4)
+    args_sum, args_sm = common.args_of(dev_sum, out_sum), common.args_of(dev_sm, out_sm)
+    args_rm = common.args_of(dev_rm, out_rm)
+    xs = arrays.as_torch(dev_sum["x"])
 
-    log(f"host µs: launch_sum {host_us(lambda: ns2['launch_sum'](x_sum, out_sum)):.0f}, "
-        f"softmax launch_registers {host_us(lambda: ns3['launch_registers'](a_xsm, a_ysm)):.0f}, "
-        f"rms launch_rmsnorm_registers {host_us(lambda: ns4['launch_rmsnorm_registers'](a_xrm, a_wrm, a_yrm)):.0f}, "
-        f"one view {host_us(lambda: a_xsm.view(np.uint32)):.0f}, "
+    log(f"host µs: launch_sum {host_us(lambda: ns2['launch_sum'](*args_sum)):.0f}, "
+        f"softmax launch_registers {host_us(lambda: ns3['launch_registers'](*args_sm)):.0f}, "
+        f"rms launch_rmsnorm_registers {host_us(lambda: ns4['launch_rmsnorm_registers'](*args_rm)):.0f}, "
+        f"one view {host_us(lambda: args_sm[0].view(np.uint32)):.0f}, "
         f"torch.sum {host_us(lambda: torch.sum(xs)):.0f}")
     small, pristine = cuda.device_array(1024, np.float32), cuda.device_array(1024, np.float32)
     blocked = []
     for _ in range(5):
         cuda.synchronize()
-        B.flush_l2()
+        timing.flush_l2()
         e = cuda.event()
         e.record()
         t = time.perf_counter()
@@ -129,14 +125,13 @@ def main(argv):
         for _ in range(2):
             d = graded(ns2["launch_sum"], P.total_sum, adaptive=adaptive)
             log(f"graded sum, notebook v3, {'adaptive' if adaptive else 'fixed 50 µs'} head start: "
-                f"{d['value']:,.0f} GB/s = {d['fraction']:.3f} of copy; runs {d['runs']}, spread {d['spread']:.3f}")
+                f"{d['value']:,.0f} GB/s = {d['fraction']:.3f} of {d['peer']}; runs {d['runs']}, spread {d['spread']:.3f}")
         m = grader.measure(ns2["launch_sum"], P.total_sum, "v3", peer="copy")
-        log(f"   measure (no re-poison), timer as above: {m.value:,.0f} GB/s ({len(m.times_s)} runs)")
+        log(f"   measure (no re-poison), adaptive head start: {m.value:,.0f} GB/s ({len(m.times_s)} runs)")
         if not adaptive:
-            B.EventTimer = functools.partial(B.EventTimer, adaptive=False)
-            m = grader.measure(ns2["launch_sum"], P.total_sum, "v3", peer="copy")
-            B.EventTimer = B.EventTimer.func
-            log(f"   measure with fixed 50 µs: {m.value:,.0f} GB/s ({len(m.times_s)} runs)")
+            ts = timing.time_call(lambda: ns2["launch_sum"](*args_sum), timer=timing.EventTimer(adaptive=False))
+            log(f"   measure with fixed 50 µs: {P.total_sum.bytes_moved(n) / np.median(ts) / 1e9:,.0f} GB/s "
+                f"({len(ts)} runs)")
 
     def slow_host(launch, us=40.0):          # the launch function with more host time, as in a busy kernel
         def run(*a):
@@ -149,22 +144,15 @@ def main(argv):
     for adaptive in (False, True):
         d = graded(slow_host(ns2["launch_sum"]), P.total_sum, adaptive=adaptive)
         log(f"graded sum, launch function +40 µs of host time, {'adaptive' if adaptive else 'fixed 50 µs'} "
-            f"head start: {d['value']:,.0f} GB/s = {d['fraction']:.3f} of copy; runs {d['runs']}, spread {d['spread']:.3f}")
+            f"head start: {d['value']:,.0f} GB/s = {d['fraction']:.3f} of {d['peer']}; runs {d['runs']}, spread {d['spread']:.3f}")
 
     # ---------------------------------------------------------------- 2. candidates
-    want_sum = float(xs.double().sum())
-    want_sm = torch.softmax(xsm.float(), dim=-1)
-    xr = xrm.float()
-    want_rm = xr * torch.rsqrt(xr.pow(2).mean(-1, keepdim=True) + P.RMS_EPS) * wrm.float()
-    tol_sm = P.softmax_bf16.tolerances(rows3, P.BF16)
-    tol_rm = P.rmsnorm_bf16.tolerances(rows4, P.BF16)
-
-    def ok_rows(y, want, tol):
-        got = y.float()
-        bad = (got - want).abs() > tol[1] + tol[0] * want.abs()
-        return int(bad.sum())
-
-    sm_peer, rm_peer = P.softmax_bf16.peer, P.rmsnorm_bf16.peer
+    check = {"sum": common.checker(SUM_TIGHT, n, in_sum),
+             "softmax": common.checker(P.softmax_bf16, rows3, in_sm),
+             "rms": common.checker(P.rmsnorm_bf16, rows4, in_rm)}
+    setup = {"sum": (P.total_sum, n, dev_sum, args_sum, P.torch_sum),
+             "softmax": (P.softmax_bf16, rows3, dev_sm, args_sm, P.softmax_bf16.peer),
+             "rms": (P.rmsnorm_bf16, rows4, dev_rm, args_rm, P.rmsnorm_bf16.peer)}
     cands = [
         ("sum", "notebook v3 (8 acc, zero kernel)", lambda: ns2["launch_sum"]),
         ("sum", "4 acc, zero kernel (previous v3)", lambda: V.make_sum(4)),
@@ -187,32 +175,14 @@ def main(argv):
     for prob, label, make in cands:
         try:
             launch = make()
-            if prob == "sum":
-                run = lambda: launch(x_sum, out_sum)   # noqa: E731
-                run()
-                cuda.synchronize()
-                got = float(out_sum.copy_to_host()[0])
-                bad = 0 if ("NO zero" in label or abs(got - want_sum) <= 1e-4 * want_sum) else 1
-                m = B.bench(run, label=label, bytes=P.total_sum.bytes_moved(n), peer=P.torch_sum, budget_s=1.5)
-                ratio_copy = m.value / copy
-            elif prob == "softmax":
-                run = lambda: launch(a_xsm, a_ysm)   # noqa: E731
-                ysm.zero_()
-                run()
-                cuda.synchronize()
-                bad = ok_rows(ysm, want_sm, tol_sm)
-                m = B.bench(run, label=label, bytes=P.softmax_bf16.bytes_moved(rows3), peer=sm_peer, budget_s=1.5)
-                ratio_copy = m.value / copy
-            else:
-                run = lambda: launch(a_xrm, a_wrm, a_yrm)   # noqa: E731
-                yrm.zero_()
-                run()
-                cuda.synchronize()
-                bad = ok_rows(yrm, want_rm, tol_rm)
-                m = B.bench(run, label=label, bytes=P.rmsnorm_bf16.bytes_moved(rows4), peer=rm_peer, budget_s=1.5)
-                ratio_copy = m.value / copy
+            problem, size, dev_in, args, peer = setup[prob]
+            failures = check[prob](launch)
+            bad = len(failures)
+            m = timed(lambda: launch(*args), label=label, work=problem.work(size), peer=peer, peer_inputs=dev_in,
+                      size=size, budget_s=1.5)
+            ratio_copy = m.value / copy
             row = (prob, label, f"{m.value:,.0f}", f"{m.peer_name} {m.peer_value:,.0f}", f"{m.fraction:.2f}",
-                   f"{ratio_copy:.2f}", "ok" if not bad else f"WRONG ({bad})", f"{m.spread:.3f}")
+                   f"{ratio_copy:.2f}", "ok" if not bad else f"WRONG ({failures[0][:60]})", f"{m.spread:.3f}")
             if not bad and "notebook" in label:
                 best[prob] = (label, m.value, launch)
         except Exception as exc:
@@ -223,13 +193,12 @@ def main(argv):
     head = ("problem", "kernel", "GB/s", "peer GB/s", "×peer", "×copy", "check", "spread")
     widths = [max(len(str(r[i])) for r in [head, *table]) for i in range(8)]
     print(f"\ndevice {dev}, {time.strftime('%Y-%m-%d')}; copy bandwidth {copy:,.0f} GB/s; "
-          "timer: grader.bench (L2 flushed, adaptive head start); peers measured beside each row")
+          "timer: grader.speed.timed (L2 flushed, adaptive head start); peers measured on the same inputs")
     for r in [head, tuple("-" * w for w in widths), *table]:
         print(" | ".join(str(c).ljust(w) for c, w in zip(r, widths)))
 
     # ---------------------------------------------------------------- 3. the graded path
-    del xsm, ysm, xrm, yrm, want_sm, want_rm, xr
-    torch.cuda.empty_cache()
+    del check, setup, dev_sum, dev_sm, dev_rm, out_sum, out_sm, out_rm, args_sum, args_sm, args_rm, xs
     problems = {"sum": P.total_sum, "softmax": P.softmax_bf16, "rms": P.rmsnorm_bf16}
     print("\ngrader.speed (the graded cell's call), adaptive head start:")
     for prob, (label, _, launch) in best.items():

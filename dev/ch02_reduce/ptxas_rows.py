@@ -1,9 +1,11 @@
-"""Registers and spills of tests/gpu/tune_rows.py's candidates for sm_90, without a GPU.
+"""Registers and spills of tune_rows.py's candidates for sm_90, without a GPU.
 
-    NUMBA_ENABLE_CUDASIM=0 python tests/gpu/ptxas_rows.py
+    NUMBA_ENABLE_CUDASIM=0 python dev/ch02_reduce/ptxas_rows.py
 
-Compiles each candidate to PTX with Numba (cc 9.0) and runs `ptxas -arch=sm_90 -v` on it.
-Blocks/SM is the register limit only (65,536 registers, 256-register warp granules, 2,048 threads).
+Compiles each candidate to PTX with Numba (cc 9.0, with the candidate's fastmath and launch bounds)
+and runs `ptxas -arch=sm_90 -v` on it (the ptxas grader.cuda.toolchain finds; its report read by
+grader.cuda.diagnostics.parse_ptxas_report, the course's one ptxas parser). Blocks/SM is the register
+limit only (65,536 registers, 256-register warp granules, 2,048 threads).
 """
 import os
 import re
@@ -14,9 +16,7 @@ import types as pytypes
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
-sys.path.insert(0, str(ROOT / "tests" / "gpu"))
+sys.path.insert(0, str(ROOT))              # run as a script: the repository's grader
 if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
     sys.exit("run with the simulator off: NUMBA_ENABLE_CUDASIM=0")
 os.environ["NUMBA_ENABLE_CUDASIM"] = "0"
@@ -31,10 +31,13 @@ _api.get_current_device = lambda: _fake
 _disp.get_current_device = lambda: _fake
 cuda.get_current_device = lambda: _fake
 
-mode = pytypes.ModuleType("grader._mode")           # "there is a GPU" (as tests/gpu/compile_ch02.py)
+mode = pytypes.ModuleType("grader.backend")         # "there is a GPU" (as compile.py in this folder)
 mode.SIMULATOR, mode.gpu_count = False, lambda: 1
 mode.numba_cuda_mismatch = lambda: None
-sys.modules["grader._mode"] = mode
+sys.modules["grader.backend"] = mode
+
+from grader.cuda.diagnostics import parse_ptxas_report  # noqa: E402
+from grader.cuda.toolchain import require_tool  # noqa: E402
 
 import tune_rows as T  # noqa: E402
 
@@ -48,13 +51,12 @@ def ptxas(disp, nargs):
     with tempfile.TemporaryDirectory() as d:
         f = Path(d) / "k.ptx"
         f.write_text(ptx)
-        out = subprocess.run(["ptxas", "-arch=sm_90", "-v", str(f), "-o", str(Path(d) / "k.cubin")],
+        out = subprocess.run([require_tool("ptxas"), "-arch=sm_90", "-v", str(f), "-o", str(Path(d) / "k.cubin")],
                              capture_output=True, text=True)
-    text = out.stderr + out.stdout
-    regs = int(re.search(r"Used (\d+) registers", text).group(1))
-    spill = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", text)
-    stack = re.search(r"(\d+) bytes stack frame", text)
-    return regs, int(spill.group(1)), int(spill.group(2)), int(stack.group(1)) if stack else 0, ptx
+    if out.returncode != 0:
+        raise RuntimeError("ptxas: " + (out.stderr.strip().splitlines() or ["?"])[-1])
+    r = next(iter(parse_ptxas_report(out.stderr + out.stdout).values()))
+    return r["registers"], r["spill_stores"], r["spill_loads"], r["stack"], ptx
 
 
 def blocks_per_sm(regs, threads):

@@ -1,8 +1,8 @@
 """Chapter 02's row kernels (softmax bf16, RMSNorm bf16): persistent candidates against the lessons.
 
-    python tests/gpu/tune_rows.py              # on a GPU: the table (and $OUT/tune_rows.json)
-    python tests/gpu/tune_rows.py --selftest   # every candidate vs NumPy at small sizes
-                                               # (NUMBA_ENABLE_CUDASIM=1 runs it without a GPU)
+    python dev/ch02_reduce/tune_rows.py              # on a GPU: the table (and $OUT/tune_rows.json)
+    python dev/ch02_reduce/tune_rows.py --selftest   # every candidate through grader.check, small sizes
+                                                     # (without a GPU it runs in the simulator)
 
 The idea measured here: a *persistent* block (grid = k × SMs, each block loops over rows
 row, row + grid, …) that issues the next row's global loads before it reduces, computes and
@@ -24,9 +24,14 @@ the data is read and written once), fastmath, RMSNorm's weights kept in register
 "numba u64 copy" are a Numba kernel with the same access pattern that only copies: the ceiling
 for a Numba kernel that loads and stores 8-byte words this way.
 
-Every row: correctness against torch (tolerances of grader/problems/reduce.py), timed with
-grader.bench (L2 flushed, the graded timer); the copy peer and the torch peers in the same run.
-Fails soft per candidate. Import order: grader first (it chooses GPU or simulator).
+Every row: correctness with grader.check's run_case + verdict on the problem's own inputs at its
+bench size (float64 reference, the tolerances of grader/problems/reduce.py, poisoned outputs; the
+copy rows against the input itself, exactly), timed with grader.bench (L2 flushed, the graded timer)
+on those inputs; the copy ceiling (grader.peers.ceiling) and the problems' torch peers in the same
+run, each torch peer timed with grader.bench on the same inputs before and after the candidates
+(twice: peers.measure would measure it once per process). The driver's occupancy query and the
+registers Numba reports are outside the grader. Fails soft per candidate. Import order: common
+first (it imports grader, which chooses GPU or simulator).
 """
 from __future__ import annotations
 
@@ -38,15 +43,19 @@ import time
 import traceback
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import common  # noqa: E402  (first: puts the repository on sys.path and imports grader, before numba)
 
-import grader  # noqa: E402  (before numba: it selects GPU or simulator)
+import grader  # noqa: E402
 import numpy as np  # noqa: E402
 from numba import cuda, float32, int64, uint32, uint64  # noqa: E402
 
-from grader import bf16  # noqa: E402
+from grader import bf16, peers  # noqa: E402
+from grader.formats import bf16_to_f64  # noqa: E402
 from grader.problems import reduce as P  # noqa: E402
+
+# the copy rows' check: the rows written back exactly as read (a row kernel's ceiling, no math)
+COPY = P.softmax_bf16.variant(name="bf16 rows copied", reference=lambda x: {"y": bf16_to_f64(x)},
+                              tolerance=lambda size, dtype: (0.0, 0.0), peer=None)
 
 FULL = 0xFFFFFFFF
 LOWEST = float32(-3.4028234e38)         # a max's start: below every finite float32
@@ -314,7 +323,8 @@ def kernel_of(launch):
 # ------------------------------------------------------------------ candidates
 def softmax_candidates(quick=False):
     # Without launch bounds ptxas spends 124+ registers on the persistent loop (hoisted addresses):
-    # min_blocks caps them (launch_bounds(threads, min_blocks)); ptxas_rows.py shows no spills.
+    # min_blocks caps them (launch_bounds(threads, min_blocks)). ptxas_rows.py: the reuse kernels spill at
+    # the caps below (256×8 at ≥5 blk/SM: 48 registers, 144/84 B; ≥4: 8/4 B), the double ones do not.
     c = [
         ("reuse 256×8, 1 row/block (not persistent), ≥5 blk/SM", lambda: make_softmax(grid="rows", min_blocks=5)),
         ("reuse 256×8 persistent, ≥5 blk/SM", lambda: make_softmax(min_blocks=5)),
@@ -346,29 +356,17 @@ def rms_candidates(quick=False):
 
 
 # ------------------------------------------------------------------ self-test (simulator or GPU)
-def _softmax_np(xb):
-    xf = bf16.to_f32(xb).astype(np.float64)
-    e = np.exp(xf - xf.max(axis=1, keepdims=True))
-    return e / e.sum(axis=1, keepdims=True)
-
-
-def _rms_np(xb, wb):
-    xf, wf = bf16.to_f32(xb).astype(np.float64), bf16.to_f32(wb).astype(np.float64)
-    return xf / np.sqrt((xf * xf).mean(axis=1, keepdims=True) + P.RMS_EPS) * wf
-
-
 def selftest():
-    """Each candidate's kernel vs NumPy: ragged rows (cols/4 not a multiple of threads), rows not a
-    multiple of the grid, one word per row, values in the hundreds."""
-    rng = np.random.default_rng(0)
-    sizes = [(7, 1000, 1.0), (10, 64, 1.0), (5, 4, 1.0), (3, 1028, P.LARGE)]
+    """Each candidate through grader.check, at every grid: ragged rows (cols/4 not a multiple of
+    threads), rows not a multiple of the grid, one word per row, values in the hundreds."""
+    sizes = [P.Rows(7, 1000), P.Rows(10, 64), P.Rows(5, 4), P.Rows(3, 1028, P.LARGE)]
     grids = [2, 3, "rows"]
     if not grader.SIMULATOR:
-        sizes += [(64, 512, 1.0), (4099, 8192, 1.0), (1023, 4096, P.LARGE)]
+        sizes += [P.Rows(64, 512), P.Rows(4099, 8192), P.Rows(1023, 4096, P.LARGE)]
         grids += [1, None]
     fails = 0
-    kinds = [("softmax", softmax_candidates()), ("rms", rms_candidates())]
-    for prob, cands in kinds:
+    kinds = [("softmax", P.softmax_bf16, softmax_candidates()), ("rms", P.rmsnorm_bf16, rms_candidates())]
+    for prob, problem, cands in kinds:
         # in the simulator the variants that change only compile options are not worth the time
         seen = set()
         for label, make in cands:
@@ -378,27 +376,14 @@ def selftest():
             if grader.SIMULATOR and key in seen:
                 continue
             seen.add(key)
-            for rows, cols, scale in sizes:
-                if cols // 4 > base.words * base.threads:
-                    continue
-                x = bf16.from_f32(rng.standard_normal((rows, cols), dtype=np.float32) * np.float32(scale))
-                for g in grids:
-                    base.grid = g
-                    y = cuda.to_device(np.full((rows, cols), 0x7FC0, np.uint16))     # bf16 NaN
-                    if prob == "softmax":
-                        launch(cuda.to_device(x), y)
-                        want = _softmax_np(x)
-                        tol = P.softmax_bf16.tolerances(P.Rows(rows, cols), P.BF16)
-                    else:
-                        wb = bf16.from_f32(1 + 0.1 * rng.standard_normal(cols, dtype=np.float32))
-                        launch(cuda.to_device(x), cuda.to_device(wb), y)
-                        want = _rms_np(x, wb)
-                        tol = P.rmsnorm_bf16.tolerances(P.Rows(rows, cols), P.BF16)
-                    got = bf16.to_f32(y.copy_to_host()).astype(np.float64)
-                    bad = ~(np.abs(got - want) <= tol[1] + tol[0] * np.abs(want))
-                    if bad.any():
-                        fails += 1
-                        print(f"FAIL {prob} {label} {rows}×{cols} scale {scale} grid {g}: {int(bad.sum())} wrong")
+            fits = [s for s in sizes if s[1] // 4 <= base.words * base.threads]
+            for g in grids:
+                base.grid = g
+                try:
+                    grader.check(launch, problem, sizes=fits, quiet=True)
+                except grader.CheckFailed as exc:
+                    fails += 1
+                    print(f"FAIL {prob} {label} grid {g}: " + " / ".join(str(exc).splitlines()[:2]))
             print(f"ok   {prob} {label}" if not fails else f"...  {prob} {label}", flush=True)
     print("selftest:", "all right" if not fails else f"{fails} failures")
     return 1 if fails else 0
@@ -406,18 +391,16 @@ def selftest():
 
 # ------------------------------------------------------------------ GPU measurement
 def main(argv):
+    if "-h" in argv or "--help" in argv:
+        print(__doc__)
+        return 0
     if "--selftest" in argv:
         return selftest()
     if grader.SIMULATOR:
-        print("no GPU: run with --selftest (NUMBA_ENABLE_CUDASIM=1) for the correctness checks")
+        print("no GPU: run with --selftest for the correctness checks (in the simulator)")
         return 0
-    import importlib
-
     import torch
 
-    from ch02_cells import load
-
-    B = importlib.import_module("grader.bench")
     quick = "--quick" in argv
     budget = 0.5 if quick else 0.7
     T0 = time.time()
@@ -426,8 +409,8 @@ def main(argv):
         print(f"[{time.time() - T0:6.1f}s]", *a, flush=True)
 
     dev = grader.device.info().name
-    sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
-    copy_label, copy = grader.device.peer("copy")
+    sms = grader.device.info().sm_count
+    copy_label, copy = peers.ceiling("copy")
     try:
         from importlib.metadata import version
         nbv = version("numba-cuda")
@@ -435,12 +418,10 @@ def main(argv):
         nbv = "?"
     log(f"device {dev}, {sms} SMs; {copy_label} {copy:,.0f} GB/s; numba-cuda {nbv}, torch {torch.__version__}")
 
-    ns3 = load("03_softmax.ipynb", ["given", "online_state", "v3_online", "v4_registers"])
-    ns4 = load("04_norms.ipynb", ["given", "v2_rmsnorm", "v3_registers"])
+    ns3 = common.load("03_softmax.ipynb", ["given", "v1_naive", "online_state", "v3_online", "v4_registers"])
+    ns4 = common.load("04_norms.ipynb", ["given", "v2_rmsnorm", "v3_registers"])
 
-    nb = cuda.as_cuda_array
-    u16 = lambda t: nb(t.view(torch.int16)).view(np.uint16)   # noqa: E731
-    size_sm, size_rm = tuple(P.softmax_bf16.bench_size), tuple(P.rmsnorm_bf16.bench_size)
+    size_sm, size_rm = P.softmax_bf16.bench_size, P.rmsnorm_bf16.bench_size
     table, records = [], []
 
     def row(prob, variant, config, regs, m_value, peer_value, bad, extra=None):
@@ -456,6 +437,7 @@ def main(argv):
         log(" | ".join(table[-1]))
 
     def describe(launch, threads):
+        # what Numba and the driver say about the compiled kernel (outside the grader)
         k = kernel_of(launch)
         if k is None:
             return "", ""
@@ -469,20 +451,19 @@ def main(argv):
         occ = occupancy(k, threads)
         return f"{regs}" + (f" +{lmem}B local" if lmem else ""), occ
 
-    def measure(prob, variant, launch, args, y, want, tol, nbytes, peer_value, threads, config=""):
+    def measure(prob, variant, launch, check, args, nbytes, peer_value, threads, config=""):
+        """check (grader.check's run_case + verdict at the bench size), then time on ``args`` (the
+        problem's inputs on the device) with grader.bench."""
         try:
-            y.fill_(float("nan"))
-            launch(*args)
-            cuda.synchronize()
-            got = y.float()
-            bad = int(((got - want).abs() > tol[1] + tol[0] * want.abs()).logical_or(got.isnan()).sum())
+            failures = check(launch)
+            bad = 0 if not failures else failures[0][:60]
             regs, occ = describe(launch, threads)
             base = getattr(launch, "launch", launch)
             if isinstance(base, Launch):
                 g = base.grid_for(args[0].shape[0])
                 config = (config + " " if config else "") + \
                     f"{base.threads}thr×{base.words}w, grid {g} ({occ} blk/SM resident)"
-            m = B.bench(lambda: launch(*args), label=variant, bytes=nbytes, peer=None, budget_s=budget)
+            m = grader.bench(lambda: launch(*args), label=variant, bytes=nbytes, peer=None, budget_s=budget)
             row(prob, variant, config, regs, m.value, peer_value, bad,
                 {"spread": m.spread, "runs": len(m.times_s), "grid_blocks_per_sm": occ})
         except Exception as exc:
@@ -490,33 +471,30 @@ def main(argv):
             table.append((prob, variant, config, "", "", "", "", f"ERROR {type(exc).__name__}: {str(exc)[:60]}"))
             records.append({"problem": prob, "variant": variant, "error": f"{type(exc).__name__}: {exc}"})
 
+    def torch_peer(problem, dev_in, size, nbytes):
+        # the problem's peer (a torch op) on its own device inputs, timed with grader.bench
+        call = problem.peer.prepare(peers.inputs_for(dev_in, size, {"bytes": nbytes}))
+        return grader.bench(call, label=problem.peer.label, bytes=nbytes, peer=None, budget_s=budget).value
+
     # ---------------------------------------------------------------- softmax
-    x = torch.randn(*size_sm, device="cuda", dtype=torch.bfloat16)
-    y = torch.empty_like(x)
-    want = torch.softmax(x.float(), dim=-1)
-    tol = P.softmax_bf16.tolerances(P.Rows(*size_sm), P.BF16)
+    inputs, dev_in, outs = common.device_args(P.softmax_bf16, size_sm)
+    args = common.args_of(dev_in, outs)                      # (x, y)
+    check = common.checker(P.softmax_bf16, size_sm, inputs)
+    check_copy = common.checker(COPY, size_sm, inputs)
     nbytes = P.softmax_bf16.bytes_moved(size_sm)
-    ax, ay = u16(x), u16(y)
-    peers = []
 
-    def torch_peer(fn, label):
-        mp = B.bench(fn, label=label, bytes=nbytes, peer=None, budget_s=budget)
-        peers.append(mp.value)
-        return mp.value
-
-    tp = torch_peer(lambda: torch.softmax(x, dim=-1), "torch.softmax")
+    tp = torch_peer(P.softmax_bf16, dev_in, size_sm, nbytes)
     row("softmax", "torch.softmax", "peer (before the candidates)", "", tp, tp, 0)
-    measure("softmax", "numba u64 copy (ceiling)", make_copy(256, 8), (ax, ay), y, x.float(), (0, 0),
-            nbytes, tp, 256)
+    measure("softmax", "numba u64 copy (ceiling)", make_copy(256, 8), check_copy, args, nbytes, tp, 256)
     ns3["launch_registers"].kernel = ns3["softmax_registers"]
-    measure("softmax", "notebook v4 (lesson)", ns3["launch_registers"], (ax, ay), y, want, tol, nbytes, tp, 256)
+    measure("softmax", "notebook v4 (lesson)", ns3["launch_registers"], check, args, nbytes, tp, 256)
     # the lesson's own kernel, recompiled with a register cap (more blocks per SM) and/or fastmath
     lesson_sm = ns3["softmax_registers"]
     for mb, fast in [(6, False), (7, False), (8, False), (5, True), (6, True)]:
         ns3["softmax_registers"] = cuda.jit(launch_bounds=(256, mb), fastmath=fast)(lesson_sm.py_func)
         ns3["launch_registers"].kernel = ns3["softmax_registers"]
         measure("softmax", f"notebook v4, launch_bounds(256, {mb})" + (", fastmath" if fast else ""),
-                ns3["launch_registers"], (ax, ay), y, want, tol, nbytes, tp, 256)
+                ns3["launch_registers"], check, args, nbytes, tp, 256)
     ns3["softmax_registers"] = ns3["launch_registers"].kernel = lesson_sm
     for label, make in softmax_candidates(quick):
         try:
@@ -525,41 +503,34 @@ def main(argv):
             table.append(("softmax", label, "", "", "", "", "", f"ERROR {type(exc).__name__}"))
             continue
         try:
-            launch(ax[:1], ay[:1])      # compile (one row) so that the grid can use the occupancy
+            launch(args[0][:1], args[1][:1])      # compile (one row) so that the grid can use the occupancy
             cuda.synchronize()
         except Exception as exc:
             traceback.print_exc(limit=3)
             table.append(("softmax", label, "", "", "", "", "", f"ERROR {type(exc).__name__}: {str(exc)[:60]}"))
             continue
-        measure("softmax", label, launch, (ax, ay), y, want, tol, nbytes, tp, launch.threads)
-    tp2 = torch_peer(lambda: torch.softmax(x, dim=-1), "torch.softmax")
+        measure("softmax", label, launch, check, args, nbytes, tp, launch.threads)
+    tp2 = torch_peer(P.softmax_bf16, dev_in, size_sm, nbytes)
     row("softmax", "torch.softmax", "peer (after the candidates)", "", tp2, tp2, 0)
-    del x, y, want, ax, ay
-    torch.cuda.empty_cache()
+    del inputs, dev_in, outs, args, check, check_copy
 
     # ---------------------------------------------------------------- RMSNorm
-    x = torch.randn(*size_rm, device="cuda", dtype=torch.bfloat16)
-    w = (1 + 0.1 * torch.randn(size_rm[1], device="cuda")).to(torch.bfloat16)
-    y = torch.empty_like(x)
-    xr = x.float()
-    want = xr * torch.rsqrt(xr.pow(2).mean(-1, keepdim=True) + P.RMS_EPS) * w.float()
-    del xr
-    tol = P.rmsnorm_bf16.tolerances(P.Rows(*size_rm), P.BF16)
+    inputs, dev_in, outs = common.device_args(P.rmsnorm_bf16, size_rm)
+    args = common.args_of(dev_in, outs)                      # (x, w, y)
+    check = common.checker(P.rmsnorm_bf16, size_rm, inputs)
+    check_copy = common.checker(COPY, size_rm, {"x": inputs["x"]})
     nbytes = P.rmsnorm_bf16.bytes_moved(size_rm)
-    ax, aw, ay = u16(x), u16(w), u16(y)
-    rp = torch_peer(lambda: torch.nn.functional.rms_norm(x, (size_rm[1],), w, P.RMS_EPS), "torch rms_norm")
+    rp = torch_peer(P.rmsnorm_bf16, dev_in, size_rm, nbytes)
     row("rms", "torch rms_norm", "peer (before the candidates)", "", rp, rp, 0)
-    measure("rms", "numba u64 copy (ceiling)", make_copy(128, 8), (ax, ay), y, x.float(), (0, 0),
-            nbytes, rp, 128)
+    measure("rms", "numba u64 copy (ceiling)", make_copy(128, 8), check_copy, (args[0], args[2]), nbytes, rp, 128)
     ns4["launch_rmsnorm_registers"].kernel = ns4["rmsnorm_registers"]
-    measure("rms", "notebook v3 (lesson)", ns4["launch_rmsnorm_registers"], (ax, aw, ay), y, want, tol,
-            nbytes, rp, 128)
+    measure("rms", "notebook v3 (lesson)", ns4["launch_rmsnorm_registers"], check, args, nbytes, rp, 128)
     lesson_rms = ns4["rmsnorm_registers"]
     for mb, fast in [(10, False), (12, False), (16, False), (12, True)]:
         ns4["rmsnorm_registers"] = cuda.jit(launch_bounds=(128, mb), fastmath=fast)(lesson_rms.py_func)
         ns4["launch_rmsnorm_registers"].kernel = ns4["rmsnorm_registers"]
         measure("rms", f"notebook v3, launch_bounds(128, {mb})" + (", fastmath" if fast else ""),
-                ns4["launch_rmsnorm_registers"], (ax, aw, ay), y, want, tol, nbytes, rp, 128)
+                ns4["launch_rmsnorm_registers"], check, args, nbytes, rp, 128)
     ns4["rmsnorm_registers"] = ns4["launch_rmsnorm_registers"].kernel = lesson_rms
     for label, make in rms_candidates(quick):
         try:
@@ -568,14 +539,14 @@ def main(argv):
             table.append(("rms", label, "", "", "", "", "", f"ERROR {type(exc).__name__}"))
             continue
         try:
-            launch(ax[:1], aw, ay[:1])
+            launch(args[0][:1], args[1], args[2][:1])
             cuda.synchronize()
         except Exception as exc:
             traceback.print_exc(limit=3)
             table.append(("rms", label, "", "", "", "", "", f"ERROR {type(exc).__name__}: {str(exc)[:60]}"))
             continue
-        measure("rms", label, launch, (ax, aw, ay), y, want, tol, nbytes, rp, launch.launch.threads)
-    rp2 = torch_peer(lambda: torch.nn.functional.rms_norm(x, (size_rm[1],), w, P.RMS_EPS), "torch rms_norm")
+        measure("rms", label, launch, check, args, nbytes, rp, launch.launch.threads)
+    rp2 = torch_peer(P.rmsnorm_bf16, dev_in, size_rm, nbytes)
     row("rms", "torch rms_norm", "peer (after the candidates)", "", rp2, rp2, 0)
 
     # ---------------------------------------------------------------- the table

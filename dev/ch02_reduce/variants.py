@@ -1,5 +1,5 @@
 """Candidate kernels for chapter 02's graded references (sum, softmax, RMSNorm), for the sweep
-in tests/gpu/perf_ch02.py. Each ``make_*`` returns launch(x, ..., out) with the lesson's signature.
+in perf.py (this folder). Each ``make_*`` returns launch(x, ..., out) with the lesson's signature.
 
 Import grader first (it chooses GPU or simulator).
 """

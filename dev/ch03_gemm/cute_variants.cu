@@ -1,6 +1,6 @@
-// Tuning variants of lesson 03.05's CuTe bf16 GEMM (tests/gpu/tune_cute.py appends one
+// Tuning variants of lesson 03.05's CuTe bf16 GEMM (dev/ch03_gemm/tune_cute.py appends one
 // CUTE_TUNED(name, BM, BN, BK, WARPS_M, WARPS_N, STAGES, KPIPE, EPI_SMEM, MINB, ROWA, HOIST) line per
-// candidate).
+// candidate, which names a configuration type; the kernel is compiled as cute_tuned<name>).
 //   ROWA:  issue a k16 step's mmas A-stationary (m outer, n serpentine inner), as lesson 04 and CUTLASS
 //          2.x's sm80 warp mma do. cute::gemm on (V,M)x(V,N) fragments only special-cases 4- and 8-byte
 //          fragments; bf16 m16n8k16 has a 16-byte A and an 8-byte B, so it falls back to n outer, m
@@ -11,7 +11,11 @@
 //          that only multiplies (same group accounting: one commit per iteration).
 // C (M, N) bf16 = A (M, K) bf16 · B (K, N) bf16, fp32 accumulation, all row-major; A and B zero-padded
 // to tile multiples by the launcher, C not (stores are guarded).
+// The launch contract (grader/cuda/launch.py): each candidate's type states THREADS, SMEM_BYTES and
+// TILE_M/N/K, the host reads them from the cubin (course::launch_shape<name>) and launches the kernel
+// with grader.problems.gemm.tiled_launch, as lesson 05 launches cute_gemm<V2>.
 #include <cute/tensor.hpp>
+#include "course.cuh"
 using namespace cute;
 using T = bfloat16_t;
 
@@ -46,8 +50,7 @@ struct Cfg {
   using EpiCopy = decltype(make_tiled_copy(Copy_Atom<UniversalCopy<uint128_t>, T>{},
                                            Layout<Shape<Int<THREADS / BNT>, Int<BNT>>, Stride<Int<BNT>, _1>>{},
                                            Layout<Shape<_1, _8>>{}));
-  static constexpr int PIPE_BYTES = 2 * (cosize_v<SmemA> + cosize_v<SmemB>);
-  static constexpr int SMEM_BYTES = PIPE_BYTES;
+  static constexpr int PIPE_BYTES = 2 * (cosize_v<SmemA> + cosize_v<SmemB>);   // bf16 stages of A and B
 };
 
 // One k16 step: acc (V, M, N) += a (V, M) · b (V, N)
@@ -247,11 +250,27 @@ __device__ __forceinline__ void gemm_tile(const T* A, const T* B, T* C, int M, i
   }
 }
 
-#define CUTE_TUNED(NAME, BM, BN, BK, WM, WN, STAGES, KPIPE, EPI, MINB, ROWA, HOIST)                           \
-  extern "C" __global__ void __launch_bounds__(32 * WM * WN, MINB)                                            \
-  NAME(const unsigned short* A, const unsigned short* B, unsigned short* C, int M, int N, int K, int lda,      \
-       int ldb, int tiles_m, int tiles_n) {                                                                   \
-    gemm_tile<BM, BN, BK, WM, WN, STAGES, KPIPE, EPI, ROWA, HOIST>(reinterpret_cast<const T*>(A),             \
-                                                      reinterpret_cast<const T*>(B), reinterpret_cast<T*>(C), \
-                                                      M, N, K, lda, ldb, tiles_m, tiles_n);                   \
-  }
+// One candidate: its configuration, and what the host needs to launch it (the launch contract): the
+// threads, the dynamic shared memory (the stages, reused by the epilogue's (BM, BN) bf16 tile of C) and
+// the tile.
+template <int BM_, int BN_, int BK_, int WM_, int WN_, int STAGES_, bool KPIPE_, bool EPI_, int MINB_, bool ROWA_,
+          bool HOIST_>
+struct Tuned {
+  static constexpr int BM = BM_, BN = BN_, BK = BK_, WM = WM_, WN = WN_, STAGES = STAGES_, MINB = MINB_;
+  static constexpr bool KPIPE = KPIPE_, EPI = EPI_, ROWA = ROWA_, HOIST = HOIST_;
+  static constexpr int THREADS = Cfg<BM, BN, BK, WM, WN, STAGES>::THREADS, TILE_M = BM, TILE_N = BN, TILE_K = BK;
+  static constexpr int PIPE_BYTES = Cfg<BM, BN, BK, WM, WN, STAGES>::PIPE_BYTES, EPI_BYTES = BM * BN * 2;
+  static constexpr int SMEM_BYTES = EPI && EPI_BYTES > PIPE_BYTES ? EPI_BYTES : PIPE_BYTES;
+};
+
+template <class V>
+__global__ void __launch_bounds__(V::THREADS, V::MINB)
+cute_tuned(const unsigned short* A, const unsigned short* B, unsigned short* C, int M, int N, int K, int lda,
+           int ldb, int tiles_m, int tiles_n) {
+  gemm_tile<V::BM, V::BN, V::BK, V::WM, V::WN, V::STAGES, V::KPIPE, V::EPI, V::ROWA, V::HOIST>(
+      reinterpret_cast<const T*>(A), reinterpret_cast<const T*>(B), reinterpret_cast<T*>(C), M, N, K, lda, ldb,
+      tiles_m, tiles_n);
+}
+
+#define CUTE_TUNED(NAME, BM, BN, BK, WM, WN, STAGES, KPIPE, EPI, MINB, ROWA, HOIST) \
+  using NAME = Tuned<BM, BN, BK, WM, WN, STAGES, KPIPE, EPI, MINB, ROWA, HOIST>;

@@ -1,7 +1,8 @@
-// Tunable bf16 GEMM for tests/gpu/tune_hgemm.py: C (M, N) = A (M, K) · B (K, N), all row-major,
+// Tunable bf16 GEMM for dev/ch03_gemm/tune_hgemm.py: C (M, N) = A (M, K) · B (K, N), all row-major,
 // bf16 in (as 16-bit words), fp32 accumulation, bf16 out. mma.sync m16n8k16 + ldmatrix (x4, x4.trans)
 // + cp.async multistage pipeline + XOR-swizzled shared memory + grouped block order.
-// The configuration comes from #defines that tune_hgemm.py puts in front of this file:
+// The configuration comes from #defines that tune_hgemm.py puts in front of this file (after
+// `#include "course.cuh"`, which must come first: its launch contract names a member STAGES):
 //   BM BN BK        block tile            WARPS_M WARPS_N  warp grid (warp tile BM/WARPS_M × BN/WARPS_N:
 //                   any multiple of 16 × 16, e.g. 64×64, 96×64 (MT 6), 64×96 (NT 12), 80×64)
 //   STAGES          cp.async stages
@@ -23,13 +24,18 @@
 //                   drain loop over the last STAGES-1 tiles that only multiplies (default 0)
 //   SPLIT           DRAIN 1: each stage is copied as two cp.async groups, A in the first k16 step and B in
 //                   the last (after its barrier), so a warp's copies are spread over the k tile (default 0)
-//   PERSIST         1: also compile hgemm_persistent (end of file): one block per SM loops over tiles, its
+//   PERSIST         1: also define hgemm_persistent (end of file): one block per SM loops over tiles, its
 //                   pipeline running across tile boundaries; launch it with min(tiles, SMs) blocks (default 0)
-//   WS              n = 1..4: also compile hgemm_ws (end of file): 8 multiplier warps + a copier warpgroup of
+//   WS              n = 1..4: also define hgemm_ws (end of file): 8 multiplier warps + a copier warpgroup of
 //                   which n warps copy, stages handed over by mbarriers; PERSIST 1: min(tiles, SMs) blocks (default 0)
 // A and B must be padded (zeros) to multiples of BM/BK and BK/BN; C is M × N exactly (stores guarded).
 // BN must be a multiple of 64 (the B swizzle XORs within groups of 8 chunks). When THREADS is not a
 // multiple of 8 · BN/8 (BN = 192: 24 chunks a row), B is copied in 64-column slabs instead (B_SLAB below).
+// The launch contract (grader/cuda/launch.py): each kernel is a template over a configuration type
+// (Tuned, Persistent, WarpSpecialized below) stating its THREADS, SMEM_BYTES and TILE_M/N/K, and is
+// compiled by name expression (hgemm_tuned<Tuned>, ...): the host reads its block size, dynamic shared
+// memory and tile from the cubin (course::launch_shape<Cfg>) and launches it with
+// grader.problems.gemm.tiled_launch. Nothing about the launch is computed a second time in Python.
 
 #ifndef L2PF
 #define L2PF 0
@@ -73,6 +79,12 @@ constexpr bool B_EVEN = BK * BCH % THREADS == 0;
 constexpr int EPI_PITCH = BN + 8;                       // bf16 per staged C row (+16 B: no bank conflicts)
 constexpr int EPI_BYTES = BM * EPI_PITCH * 2;            // the staged C tile
 constexpr int EPI_ITERS = (BM * BCH + THREADS - 1) / THREADS;
+
+// hgemm_tuned's launch: the stages, whose shared memory the staged C tile reuses (EPI_SMEM)
+struct Tuned {
+  static constexpr int THREADS = ::THREADS, TILE_M = BM, TILE_N = BN, TILE_K = BK;
+  static constexpr int SMEM_BYTES = EPI_SMEM && EPI_BYTES > STAGES * STAGE_BYTES ? EPI_BYTES : STAGES * STAGE_BYTES;
+};
 
 static_assert(WM * WARPS_M == BM && WN * WARPS_N == BN, "warp grid must tile the block");
 static_assert(WM % 16 == 0 && WN % 16 == 0, "warp tile: m16 tiles, pairs of n8 tiles (one ldmatrix x4.trans)");
@@ -228,7 +240,8 @@ __device__ __forceinline__ void store_c(const unsigned short* sc, unsigned short
   }
 }
 
-extern "C" __global__ void __launch_bounds__(THREADS, MINB)
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::THREADS, MINB)
 hgemm_tuned(const unsigned short* __restrict__ A, const unsigned short* __restrict__ B,
             unsigned short* __restrict__ C, int M, int N, int K, int lda, int ldb, int tiles_m, int tiles_n) {
   extern __shared__ __align__(128) unsigned char smem[];
@@ -486,7 +499,14 @@ hgemm_tuned(const unsigned short* __restrict__ A, const unsigned short* __restri
 static_assert(FRAG_DB == 1 && A_EVEN && B_EVEN && !B_SLAB && EPI_SMEM,
               "the persistent kernel: full fragment double buffering, whole load passes, staged C");
 
-extern "C" __global__ void __launch_bounds__(THREADS, 1)
+// its launch: the stages, then the staged C tile; launched with min(tiles, SMs) blocks
+struct Persistent {
+  static constexpr int THREADS = ::THREADS, TILE_M = BM, TILE_N = BN, TILE_K = BK;
+  static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + EPI_BYTES;
+};
+
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::THREADS, 1)
 hgemm_persistent(const unsigned short* __restrict__ A, const unsigned short* __restrict__ B,
                  unsigned short* __restrict__ C, int M, int N, int K, int lda, int ldb, int tiles_m, int tiles_n) {
   extern __shared__ __align__(128) unsigned char smem[];
@@ -655,7 +675,15 @@ __device__ __forceinline__ void bar_consumers() {                 // named barri
   asm volatile("bar.sync 1, %0;\n" :: "n"(THREADS) : "memory");
 }
 
-extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
+// its launch: 8 multiplier warps + the copier warpgroup; the stages, the staged C tile, then the full
+// and empty mbarriers (8 bytes each per stage)
+struct WarpSpecialized {
+  static constexpr int THREADS = WS_THREADS, TILE_M = BM, TILE_N = BN, TILE_K = BK;
+  static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + EPI_BYTES + 16 * STAGES;
+};
+
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::THREADS, 1)
 hgemm_ws(const unsigned short* __restrict__ A, const unsigned short* __restrict__ B,
          unsigned short* __restrict__ C, int M, int N, int K, int lda, int ldb, int tiles_m, int tiles_n) {
   extern __shared__ __align__(128) unsigned char smem[];

@@ -1,26 +1,31 @@
-"""Tuning sweep for lesson 03.05's CuTe bf16 GEMM against cuBLAS (torch.matmul bf16).
+"""Tuning sweep for lesson 03.05's CuTe bf16 GEMM against cuBLAS (bf16).
 
-    python tests/gpu/tune_cute.py                  # on a GPU: compile, check, time; table + $OUT/tune_cute.json
-    python tests/gpu/tune_cute.py --compile-only   # anywhere (the default without a GPU): regs, spills, SASS
-    python tests/gpu/tune_cute.py --only lesson,t128x256   # substrings of variant names
+    python dev/ch03_gemm/tune_cute.py                  # on a GPU: compile, check, time; table + $OUT/tune_cute.json
+    python dev/ch03_gemm/tune_cute.py --compile-only   # anywhere (the default without a GPU): regs, spills, SASS
+    python dev/ch03_gemm/tune_cute.py --only lesson,t128x256   # substrings of variant names
 
-Candidates are tests/gpu/cute_variants.cu with one CUTE_TUNED(...) line appended (block tile, warp
-grid, BK, stages, k-block register pipelining, shared-memory epilogue with 16-byte stores, min blocks
-per SM for __launch_bounds__, A-stationary mma order, hoisted copy pointers with a bounds-test-free
-main loop); the baseline row is the lesson's own %%cuda cell (solutions/03_gemm/05_cute.ipynb,
-grade_id v_cute, kernel cute_gemm_bf16), and lesson 04's hand-written kernel (v_hgemm, hgemm_bf16) is
-checked and timed beside them as the target. After the table, the SASS of each main loop (one k tile)
-is counted by instruction class (HMMA, LDSM, LDGSTS, barriers, integer/address, predicated, which HMMA
-operand is flagged for the register reuse cache). Every source is compiled
-with grader.cuda_cells.compile_cuda, in parallel worker processes (one CuTe build takes about a
-minute of one core), so the main process then hits the cache.
+Candidates are cute_variants.cu with one CUTE_TUNED(...) line appended (block tile, warp grid, BK,
+stages, k-block register pipelining, shared-memory epilogue with 16-byte stores, min blocks per SM for
+__launch_bounds__, A-stationary mma order, hoisted copy pointers with a bounds-test-free main loop),
+compiled as cute_tuned<name>; the baseline row is the lesson's own kernel, cute_gemm<V2> of its %%cuda
+cell (solutions/03_gemm/05_cute.ipynb, cell v_cute), and lesson 04's hand-written hgemm<V3> (cell
+v_hgemm) is checked and timed beside them as the target. After the table, the SASS of each main loop
+(one k tile) is counted by instruction class (HMMA, LDSM, LDGSTS, barriers, integer/address,
+predicated, which HMMA operand is flagged for the register reuse cache). Every source is compiled
+with grader.cuda.compile_cuda, in parallel worker processes (one CuTe build takes about a minute of
+one core), so the main process then hits the cache. Each candidate's block size, dynamic shared
+memory and tile are the ones its configuration type states, read from the cubin (the launch
+contract); it is launched by grader.problems.gemm.tiled_launch, as the lesson's launch cell does.
 
-On a GPU each is checked against an fp32 product of the same bf16 inputs (TF32 off) with gemm.py's
-bf16 tolerance at 4096³ and at the ragged 1000×1030×1010 (NaN-prefilled C, zero padding as in the
-lesson's launch cell), then timed with CUDA events at 4096³ and 8192³: rounds of candidate, cuBLAS,
+On a GPU (gemm_harness.py) each is checked with grader.check's run_case + verdict on P.cute_bf16's
+inputs at 4096³ and at the ragged 1000×1030×1010 (float64 reference, the course's bf16 tolerance,
+poisoned outputs), then timed with CUDA events at 4096³ and 8192³: rounds of candidate, cuBLAS,
 candidate, cuBLAS …, each round the median of a few launches, so each candidate's ratio is to the
-cuBLAS timed next to it (cuBLAS drifts by about 10% over a run). A candidate that fails to compile,
-launch or check keeps its row with the reason. Torch is imported on the GPU path only.
+cuBLAS timed next to it (cuBLAS drifts by about 10% over a run). That back-to-back timing is the
+sweep's own, deliberately not the grader's (no L2 flush, no head start: it ranks kernels). At 4096³
+the graded timing follows: grader.measure beside the problem's peer (cuBLAS bf16 on the same inputs),
+as the speed cell times it. A candidate that fails to compile, launch or check keeps its row with the
+reason. Torch is imported on the GPU path only.
 """
 from __future__ import annotations
 
@@ -33,16 +38,13 @@ import traceback
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+import gemm_harness as H   # first: puts the repository on sys.path and imports grader
+
+import grader
+from grader.cuda import compile_cuda, sass
+from grader.problems import gemm as P
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parents[1]))
-sys.path.insert(0, str(HERE.parent))
-
-import grader  # noqa: E402,F401  (before numba)
-from grader import cuda_cells  # noqa: E402
-from grader.problems import gemm as P  # noqa: E402
-
-import gemm_harness as H  # noqa: E402
-
 SIZES = (4096, 8192)
 RAGGED = P.Shape(1000, 1030, 1010)
 ROUNDS, PER_ROUND = 5, 3        # timing: 5 rounds of (3 launches of the candidate, 3 of cuBLAS)
@@ -62,12 +64,6 @@ VARIANTS = {
     "t256x128_w4x2_k32_s4_kp_epi_rowa_hoist": (256, 128, 32, 4, 2, 4, 1, 1, 1, 1, 1),
     "t128x256_w2x4_k32_s3_kp_epi_rowa_hoist": (128, 256, 32, 2, 4, 3, 1, 1, 1, 1, 1),
 }
-
-
-def smem_bytes(cfg) -> int:
-    BM, BN, BK, _, _, S, _, EPI = cfg[:8]
-    pipe = S * (BM * BK + BN * BK) * 2          # bf16 tiles of A and B per stage
-    return max(pipe, BM * BN * 2) if EPI else pipe   # the epilogue reuses it for a (BM, BN) bf16 tile
 
 
 def config_str(cfg) -> str:
@@ -127,77 +123,39 @@ def variant_source(name, cfg) -> str:
     return (HERE / "cute_variants.cu").read_text() + f"\nCUTE_TUNED({name}, {args})\n"
 
 
-def lesson_candidate():
-    """The notebook's graded kernel, its tile and threads read from its CUTE_GEMM_KERNEL line."""
-    from ch03_cells import cell_source
-
-    body = cell_source("05_cute.ipynb", "v_cute").split("\n", 1)[1]          # drop "%%cuda cg"
-    m = re.search(r"^CUTE_GEMM_KERNEL\(cute_gemm_bf16,([^)]*)\)", body, re.M)
-    if m and len(m.group(1).split(",")) >= 8:   # new-style cell: CUTE_GEMM_KERNEL(name, BM, BN, BK, WM, WN, STAGES, SWIZZLE, EPI)
-        v = [x.strip() for x in m.group(1).split(",")]
-        BM, BN, BK, WM, WN, S = map(int, v[:6])
-        epi = v[7] == "true"
-        cfg = (BM, BN, BK, WM, WN, S, 1, int(epi), 1, 0, 0)
-        return Candidate("lesson05_cute_gemm_bf16", "cute_gemm_bf16", config_str(cfg) + " (lesson)", body, cfg)
-    cfg = (128, 128, 32, 2, 2, 4, 0, 0, 1, 0, 0)    # the older cell: 128×128×32, 4 warps, 4 stages
-    return Candidate("lesson05_cute_gemm_bf16", "cute_gemm_bf16", config_str(cfg) + " (lesson)", body, cfg)
-
-
-def hand_candidate():
-    """Lesson 04's hand-written kernel (v_hgemm, hgemm_bf16): same arguments and padding, timed beside
-    the CuTe rows as the target."""
-    v = H.lesson04_cell()
-    cfg = (v["BM"], v["BN"], v["BK"], v["WM"], v["WN"], v["STAGES"], 1, int(v["EPI"]), 1, 1, 0)
-    return Candidate("lesson04_hgemm_bf16", "hgemm_bf16",
-                     f"{v['BM']}x{v['BN']}x{v['BK']} w{v['WM']}x{v['WN']} s{v['STAGES']} (lesson 04, hand-written)",
-                     v["body"], cfg, smem=v["SMEM"])
-
-
-class Candidate:
-    def __init__(self, name, kernel_name, config, source, cfg, smem=None):
-        self.name, self.kernel_name, self.source, self.cfg = name, kernel_name, source, cfg
-        self.threads, self.tile = 32 * cfg[3] * cfg[4], cfg[:3]
-        self.smem = smem if smem is not None else smem_bytes(cfg)
-        self.module = self.kernel = None
-        self.row = {"variant": name, "config": config, "errors": []}
-
+class Candidate(H.Candidate):
     def compile(self):
-        ops = H.compile_candidate(self)
+        ops = super().compile()
         if ops is None:
             return False
+        if self.row["config"].startswith("("):           # a lesson's kernel: say its launch shape
+            self.row["config"] = f"{self.tile[0]}x{self.tile[1]}x{self.tile[2]} {self.threads} thr {self.row['config']}"
         if self.row.get("spill_stores") or self.row.get("spill_loads"):
             self.row["errors"].append("spills")
         if ops:
-            from grader import sass
-
-            self.row["loop"] = loop_profile(sass._functions(self.module)[self.kernel.symbol])
+            funcs = sass.parse_sass(sass.disassemble(self.module))
+            self.row["loop"] = loop_profile(funcs[self.kernel.symbol])
             self.row["sass"]["STG.128"] = sum(n for op, n in ops.items() if op.startswith("STG") and op.endswith(".128"))
         return True
 
-    def launch(self, a, b, c, M, N, K=None):
-        """a (Mp, Kp), b (Kp, Np) padded to the tile; c (M, N). (K: the padded Kp is what the kernel
-        walks; the argument keeps the signature of tests/gpu/gemm_harness.py's candidates.)"""
-        BM, BN, _ = self.tile
-        tm, tn = a.shape[0] // BM, b.shape[1] // BN
-        self.kernel[tm * tn, self.threads, self.smem](a, b, c, M, N, a.shape[1], a.shape[1], b.shape[1], tm, tn)
+
+def lesson_candidate(notebook, cell_id, expr, name, note):
+    """A lesson's kernel ``expr`` in its %%cuda cell, compiled as the notebook compiles it."""
+    try:
+        args, body = H.lesson_cell(notebook, cell_id)
+        return Candidate(name, expr, body, f"({note})", kernels=args["kernels"], module_name=args["name"])
+    except Exception as e:
+        c = Candidate(name, expr, "", f"({note})")
+        c.row["errors"].append(f"notebook: {e!r}")
+        return c
 
 
-def candidates(only=None) -> list[Candidate]:
-    out = []
-    try:
-        out.append(lesson_candidate())
-    except Exception as e:
-        c = Candidate("lesson05_cute_gemm_bf16", "cute_gemm_bf16", "lesson", "", (128, 128, 32, 2, 2, 4, 0, 0, 1, 0, 0))
-        c.row["errors"].append(f"notebook: {e!r}")
-        out.append(c)
-    try:
-        out.append(hand_candidate())
-    except Exception as e:
-        c = Candidate("lesson04_hgemm_bf16", "hgemm_bf16", "lesson 04", "", (128, 256, 32, 2, 4, 4, 1, 1, 1, 1, 0))
-        c.row["errors"].append(f"notebook: {e!r}")
-        out.append(c)
+def candidates(only=None) -> list:
+    out = [lesson_candidate("05_cute.ipynb", "v_cute", "cute_gemm<V2>", "lesson05 cute_gemm<V2>", "lesson 05: V2"),
+           lesson_candidate("04_mma_sync_pipeline.ipynb", "v_hgemm", "hgemm<V3>", "lesson04 hgemm<V3>",
+                            "lesson 04: V3, hand-written")]
     for name, cfg in VARIANTS.items():
-        out.append(Candidate(name, name, config_str(cfg), variant_source(name, cfg), cfg))
+        out.append(Candidate(name, f"cute_tuned<{name}>", variant_source(name, cfg), config_str(cfg)))
     if only:
         out = [c for c in out if any(s in c.name for s in only)]
     return out
@@ -205,17 +163,17 @@ def candidates(only=None) -> list[Candidate]:
 
 def _warm_cache(job):
     # worker process: one build into the shared cache (the parent's compile_cuda then hits it)
-    name, source = job
+    name, source, kernels = job
     t = time.time()
     try:
-        cuda_cells.compile_cuda(source, name=name)
+        compile_cuda(source, name=name, kernels=kernels)
         return name, round(time.time() - t, 1), None
     except Exception as e:
         return name, round(time.time() - t, 1), str(e)[:200]
 
 
 def compile_all(cands):
-    jobs = [(c.name, c.source) for c in cands if c.source]
+    jobs = [(c.module_name, c.source, c.kernels) for c in cands if c.source]
     t = time.time()
     workers = max(1, min(len(jobs), os.cpu_count() or 1))
     try:
@@ -236,13 +194,11 @@ def compile_all(cands):
 def gpu_main(cands, report, t0):
     import torch
 
-    torch.backends.cuda.matmul.allow_tf32 = False
-    report["device"] = torch.cuda.get_device_name()
+    report["device"] = grader.device.info().name
     print(f"device: {report['device']}", flush=True)
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    inputs = lambda s: H.bf16_inputs(s, gen)  # noqa: E731
 
     def median_time(fn, n):
+        # the sweep's own timing, back to back (no L2 flush, no head start): the grader never does this
         ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n)]
         for e0, e1 in ev:
             e0.record()
@@ -252,17 +208,16 @@ def gpu_main(cands, report, t0):
         ts = sorted(e0.elapsed_time(e1) for e0, e1 in ev)
         return ts[len(ts) // 2] / 1e3
 
-    if not H.check_all(cands, (P.Shape(4096, 4096, 4096), RAGGED), gen, report):
+    if not H.check_all(cands, (P.Shape(4096, 4096, 4096), RAGGED), report, problem=P.cute_bf16):
         return
 
     for n in SIZES:
         s = P.Shape(n, n, n)
-        a, b = inputs(s)
-        c = torch.empty(n, n, device="cuda", dtype=torch.bfloat16)
-        peer_fn = lambda: torch.matmul(a, b, out=c)  # noqa: E731
+        ops = H.operands(s, P.cute_bf16)           # the problem's A and B (seed 0) on the device
+        peer_fn = H.cublas(ops)                    # grader.peers.matmul("bf16")'s call on them
         for _ in range(3):
             peer_fn()
-        peers = []
+        peers, padded = [], {}
         for cand in cands:
             if cand.kernel is None or report.get("fatal") or cand.row.get("correct") is False:
                 continue
@@ -270,7 +225,12 @@ def gpu_main(cands, report, t0):
                 cand.row["errors"].append(f"not timed at {n} (time budget)")
                 continue
             try:
-                fn = lambda: cand.launch(a, b, c, n, n)  # noqa: E731
+                launch = cand.launch_fn()
+                whole = all(n % t == 0 for t in cand.tile)      # else A, B, C padded once, outside the timing
+                if not whole and cand.tile not in padded:
+                    padded[cand.tile] = H.operands(s, P.cute_bf16, tile=cand.tile)
+                o = ops if whole else padded[cand.tile]
+                fn = lambda: launch(o["a"], o["b"], o["c"])  # noqa: E731
                 fn()
                 torch.cuda.synchronize()
                 ratios, mine, theirs = [], [], []
@@ -285,16 +245,18 @@ def gpu_main(cands, report, t0):
                 cand.row[f"frac_{n}"] = ratios[len(ratios) // 2]
                 cand.row[f"frac_spread_{n}"] = ratios[-1] - ratios[0]
                 peers.append(cand.row[f"cublas_{n}"])
-                if n == SIZES[0]:      # and as the grader times it (L2 flushed, cool start)
-                    t, t_ref, ratio = H.timeit_cool(fn, peer_fn)
-                    cand.row["graded_frac_4096"] = ratio
-                    print(f"  {cand.name:32s} graded timing: {f / t:7.1f} TFLOP/s, cuBLAS {f / t_ref:7.1f}: "
-                          f"{100 * ratio:5.1f}%", flush=True)
+                if n == SIZES[0]:      # and as the grader times it (grader.measure: L2 flushed, head start)
+                    m = H.graded(launch, s, cand.name, problem=P.cute_bf16)
+                    cand.row.update(graded_frac_4096=m.fraction, graded_tflops_4096=m.value,
+                                    graded_cublas_4096=m.peer_value, graded_spread_4096=m.spread)
+                    print(f"  {cand.name:32s} graded timing: {m.value:7.1f} TFLOP/s, {m.peer_name} "
+                          f"{m.peer_value:7.1f}: {100 * m.fraction:5.1f}%", flush=True)
             except Exception as e:
+                traceback.print_exc()
                 cand.row["errors"].append(f"time {n}: {e!r}"[:300])
         report["peers"][str(n)] = peers
         print(f"{s}: cuBLAS bf16 beside the candidates: " + " ".join(f"{p:.0f}" for p in peers), flush=True)
-        del a, b, c
+        del ops, padded, peer_fn
         torch.cuda.empty_cache()
 
 
@@ -303,7 +265,7 @@ def print_table(cands, gpu):
     if gpu:
         for n in SIZES:
             hdr += f" {'TF@' + str(n):>8s} {'%cuBLAS':>7s}"
-        hdr += f" {'correct':>7s}"
+        hdr += f" {'graded':>7s} {'correct':>7s}"
     else:
         hdr += " " + " ".join(f"{h:>6s}" for h in ("HMMA", "LDSM", "LDSM.T", "LDGSTS", "STG128", "LDL/STL"))
     print("\n" + hdr + "  notes")
@@ -311,11 +273,14 @@ def print_table(cands, gpu):
     for c in cands:
         r = c.row
         sp = "-" if r.get("spill_stores") is None else f"{r['spill_stores']}/{r['spill_loads']}"
-        line = f"{r['variant'][:30]:30s} {r['config'][:36]:36s} {str(r.get('regs', '-')):>4s} {sp:>5s} {c.smem:>6d}"
+        line = (f"{r['variant'][:30]:30s} {r['config'][:36]:36s} {str(r.get('regs', '-')):>4s} {sp:>5s} "
+                f"{str(r.get('smem', '-')):>6s}")
         if gpu:
             for n in SIZES:
                 tf = r.get(f"tflops_{n}")
                 line += f" {tf:8.1f} {100 * r[f'frac_{n}']:6.1f}%" if tf else f" {'-':>8s} {'-':>7s}"
+            g = r.get("graded_frac_4096")
+            line += f" {100 * g:6.1f}%" if g is not None and g == g else f" {'-':>7s}"
             line += f" {str(r.get('correct', '-')):>7s}"
         else:
             sv = r.get("sass")
@@ -341,8 +306,9 @@ def main():
     only = None
     if "--only" in sys.argv:
         only = sys.argv[sys.argv.index("--only") + 1].split(",")
-    gpu = cuda_cells.gpu_available() and "--compile-only" not in sys.argv
-    report = {"date": time.strftime("%Y-%m-%d"), "arch": cuda_cells.default_arch(), "peers": {}, "rows": []}
+    gpu = grader.cuda.gpu_available() and "--compile-only" not in sys.argv
+    print(grader.mode(), "| arch", grader.cuda.default_arch(), "| gpu" if gpu else "| compile only", flush=True)
+    report = {"date": time.strftime("%Y-%m-%d"), "arch": grader.cuda.default_arch(), "peers": {}, "rows": []}
     cands = candidates(only)
     compile_all(cands)
     if gpu:

@@ -1,21 +1,35 @@
 """Tuning sweep for the lesson-04 bf16 GEMM (mma.sync + ldmatrix + cp.async) against cuBLAS.
 
-    python tests/gpu/tune_hgemm.py                 # on a GPU: compile, check, time; table + $OUT/tune_hgemm.json
-    python tests/gpu/tune_hgemm.py --compile-only  # anywhere (also the default with no GPU): registers, spills, SASS
-    python tests/gpu/tune_hgemm.py --only base,t128x256   # substrings of variant names
-    python tests/gpu/tune_hgemm.py --round 3       # round 1's … 6's candidate list (default: round 6;
-                                                   # --round explore3: round 3's compile-only exploration)
+    python dev/ch03_gemm/tune_hgemm.py                 # on a GPU: compile, check, time; table + $OUT/tune_hgemm.json
+    python dev/ch03_gemm/tune_hgemm.py --compile-only  # anywhere (also the default with no GPU): registers, spills, SASS
+    python dev/ch03_gemm/tune_hgemm.py --only lesson,t128x256   # substrings of variant names
+    python dev/ch03_gemm/tune_hgemm.py --round 3       # round 1's … 6's candidate list (default: round 6;
+                                                       # --round explore3: round 3's compile-only exploration)
 
-Candidates are tests/gpu/hgemm_variants.cu with a block of #defines in front (block tile, warp grid,
-stages, fragment double buffering, shared-memory epilogue, launch bounds); the baseline row is the
-lesson's own %%cuda cell (solutions/03_gemm/04_mma_sync_pipeline.ipynb, grade_id v_hgemm). Each one is
-compiled with grader.cuda_cells.compile_cuda, checked against an fp32 product of the same bf16 inputs
-(torch, TF32 off) with gemm.py's bf16 tolerance at 4096³ and at the ragged 1000×1030×1010 (zero
-padding as in the lesson's launch cell), and timed with CUDA events (warm-up, median of REPS) at
-4096³ and 8192³ interleaved with torch.matmul bf16 (cuBLAS): each repetition times cuBLAS then the
-candidate back to back, and the candidate's share of cuBLAS is the median of those adjacent ratios, so
-a clock that drifts during the run (cuBLAS moved ~10 % within round 1) does not decide the ranking. A candidate that fails to compile,
-launch or check keeps its row, with the reason. Torch is only imported on the GPU path.
+Candidates are hgemm_variants.cu with `#include "course.cuh"` and a block of #defines in front (block
+tile, warp grid, stages, fragment double buffering, shared-memory epilogue, launch bounds); the baseline
+row is the lesson's own kernel, hgemm<V3> of its %%cuda cell (solutions/03_gemm/04_mma_sync_pipeline.ipynb,
+cell v_hgemm), compiled with the cell's name expressions. Each one is compiled with
+grader.cuda.compile_cuda; its block size, dynamic shared memory and tile are the ones its configuration
+type states, read from the cubin (the launch contract), and it is launched by
+grader.problems.gemm.tiled_launch (zero padding to whole tiles, as the lesson's launch cell). On a GPU
+(gemm_harness.py):
+
+* correctness: grader.check's run_case + verdict on P.hgemm_bf16's inputs at 4096³ and at the ragged
+  1000×1030×1010 (float64 reference, the course's bf16 tolerance, poisoned outputs and guard zones);
+* ranking: timed with CUDA events (warm-up, median of REPS) at 4096³ and 8192³ interleaved with cuBLAS
+  bf16 (grader.peers.matmul's call on the same A and B): each repetition times cuBLAS then the
+  candidate back to back, and the candidate's share of cuBLAS is the median of those adjacent ratios,
+  so a clock that drifts during the run (cuBLAS moved ~10 % within round 1) does not decide the
+  ranking. This back-to-back timing (no L2 flush, no head start) is the sweep's own and deliberately
+  not the grader's: it ranks kernels; A and B are zero-padded to the candidate's tile once, outside
+  the timed region, so it times the kernel alone;
+* the graded timing at 4096³: grader.measure beside the problem's peer (cuBLAS bf16 on the same
+  inputs, measured once in the run), as the speed cell times it (L2 flushed, head start, the launch
+  function as called).
+
+A candidate that fails to compile, launch or check keeps its row, with the reason. Torch is only
+imported on the GPU path.
 """
 from __future__ import annotations
 
@@ -26,16 +40,12 @@ import time
 import traceback
 from pathlib import Path
 
+import gemm_harness as H   # first: puts the repository on sys.path and imports grader
+
+import grader
+from grader.problems import gemm as P
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parents[1]))
-sys.path.insert(0, str(HERE.parent))
-
-import grader  # noqa: E402
-from grader import cuda_cells  # noqa: E402
-from grader.problems import gemm as P  # noqa: E402
-
-import gemm_harness as H  # noqa: E402
-
 SIZES = (4096, 8192)
 RAGGED = P.Shape(1000, 1030, 1010)
 REPS = 12
@@ -133,7 +143,9 @@ EXPLORE3 = {
 # 352 blocks on 132 SMs are 2.67 waves, so 3 waves of 1.5× the work of a 128×256 wave (4 waves at
 # 97 %): the 96-based tiles start ~11 % behind at 4096 (~3 % at 8192: 1376 blocks, 10.4 waves →
 # 11); the waves/eff figures printed beside each timing say how much. 80×64 (160×256) is worse at
-# 4096 (416 blocks: 3.15 waves → 4).
+# 4096 (416 blocks: 3.15 waves → 4). (Until the move to dev/, the back-to-back timing launched these
+# tiles on unpadded 4096² operands, i.e. over the 21 whole tile rows only; A and B are now padded to
+# whole tiles once, outside the timed region, so every tile row is computed.)
 ROUND3 = {"t128x256_w2x4_k32_s4_db_epi": ROUND1["t128x256_w2x4_k32_s4_db_epi"]}
 ROUND3.update({k: EXPLORE3[k] for k in (
     "t192x256_w2x4_k32_s4_bdb_epi_pred",        # 96×64 warps, B fragments double-buffered
@@ -155,7 +167,7 @@ ROUND3.update({
     "t128x256_w2x4_k32_s5_db_epi_persist": (128, 256, 32, 2, 4, 5, 1, 1, 1, 8, 0, 0, 0, 1),
     "t128x256_w2x4_k32_s4_db_epi_persist_g16": (128, 256, 32, 2, 4, 4, 1, 1, 1, 16, 0, 0, 0, 1),
 })
-# Round 4: what fixed lesson 05's CuTe loop (tests/gpu/tune_cute.py, HOIST), on the hand-written kernel:
+# Round 4: what fixed lesson 05's CuTe loop (tune_cute.py, HOIST), on the hand-written kernel:
 # refills from running pointers without a bounds test, and a drain loop for the last STAGES-1 tiles
 ROUND4 = {"t128x256_w2x4_k32_s4_db_epi": ROUND1["t128x256_w2x4_k32_s4_db_epi"],
           "t128x256_w2x4_k32_s4_db_epi_pred": EXPLORE3["t128x256_w2x4_k32_s4_db_epi_pred"],
@@ -208,18 +220,10 @@ def full_cfg(cfg):
 
 
 def variant_source(cfg) -> str:
+    """hgemm_variants.cu configured by ``cfg``: course.cuh first (its launch contract names a member
+    STAGES, which the #define block would replace), then the #defines."""
     defs = "".join(f"#define {k} {v}\n" for k, v in zip(KEYS, full_cfg(cfg)))
-    return defs + (HERE / "hgemm_variants.cu").read_text()
-
-
-def smem_bytes(cfg) -> int:
-    BM, BN, BK, _, _, S, _, EPI = cfg[:8]
-    pipe, staged_c = S * (BM * BK + BK * BN) * 2, BM * (BN + 8) * 2
-    if full_cfg(cfg)[KEYS.index("WS")]:
-        return pipe + staged_c + 16 * S                 # + C staging + the full/empty mbarriers
-    if full_cfg(cfg)[KEYS.index("PERSIST")]:
-        return pipe + staged_c                          # the persistent kernel stages C beside the stages
-    return max(pipe, staged_c) if EPI else pipe         # otherwise C reuses the stages
+    return '#include "course.cuh"\n' + defs + (HERE / "hgemm_variants.cu").read_text()
 
 
 def config_str(cfg) -> str:
@@ -230,79 +234,46 @@ def config_str(cfg) -> str:
             + (" persistent" if persist else "") + (" drain" if drain else "") + (f" ws{ws}" if ws else "") + (" split" if split else ""))
 
 
-class Candidate:
-    def __init__(self, name, kernel_name, cfg, source, threads, tile, persistent=False):
-        self.name, self.kernel_name, self.cfg, self.source = name, kernel_name, cfg, source
-        self.threads, self.tile = threads, tile            # tile = (BM, BN, BK)
-        self.persistent = persistent                       # launched with min(tiles, SMs) blocks
-        self.module = self.kernel = None
-        self.row = {"variant": name, "config": cfg if isinstance(cfg, str) else config_str(cfg), "errors": []}
-
-    @property
-    def smem(self):
-        return smem_bytes(self.cfg if not isinstance(self.cfg, str) else self.lesson_cfg)
-
-    def compile(self):
-        return H.compile_candidate(self) is not None
-
-    def launch(self, a, b, c, M, N, K):
-        """a (Mp, Kp), b (Kp, Np) already padded to the tile; c (M, N)."""
-        BM, BN, _ = self.tile
-        tm, tn = a.shape[0] // BM, b.shape[1] // BN
-        blocks = tm * tn
-        if self.persistent:                               # one block per SM, each looping over tiles
-            import torch
-            blocks = min(blocks, torch.cuda.get_device_properties(0).multi_processor_count)
-        self.kernel[blocks, self.threads, self.smem](a, b, c, M, N, a.shape[1], a.shape[1], b.shape[1], tm, tn)
-
-
-def candidates(only=None, variants=None) -> list[Candidate]:
-    out = []
+def lesson_candidate() -> H.Candidate:
+    """Lesson 04's graded kernel, hgemm<V3>, in its cell compiled as the notebook compiles it."""
+    name = "lesson04 hgemm<V3>"
     try:
-        v = H.lesson04_cell()    # as a VARIANTS tuple: fragment double buffering, GROUP 8, 1 block
-        cfg = (v["BM"], v["BN"], v["BK"], v["WM"], v["WN"], v["STAGES"], 1, int(v["EPI"]), 1, 8)
-        c = Candidate("lesson04_hgemm_bf16", "hgemm_bf16", config_str(cfg) + " (lesson)", v["body"],
-                      cfg[3] * cfg[4] * 32, cfg[:3])
-        c.lesson_cfg = cfg
-        out.append(c)
+        args, body = H.lesson_cell("04_mma_sync_pipeline.ipynb", "v_hgemm")
+        return H.Candidate(name, "hgemm<V3>", body, "(lesson 04: V3)", kernels=args["kernels"],
+                           module_name=args["name"])
     except Exception as e:
-        c = Candidate("lesson04_hgemm_bf16", "hgemm_bf16", "lesson", "", 256, (128, 256, 32))
+        c = H.Candidate(name, "hgemm<V3>", "", "(lesson 04: V3)")
         c.row["errors"].append(f"notebook: {e!r}")
-        out.append(c)
+        return c
+
+
+def candidates(only=None, variants=None) -> list:
+    out = [lesson_candidate()]
     for name, cfg in (variants or VARIANTS).items():
         f = dict(zip(KEYS, full_cfg(cfg)))
-        kernel = "hgemm_ws" if f["WS"] else "hgemm_persistent" if f["PERSIST"] else "hgemm_tuned"
-        out.append(Candidate(name, kernel, cfg, variant_source(cfg), cfg[3] * cfg[4] * 32 + (128 if f["WS"] else 0),
-                             cfg[:3], persistent=bool(f["PERSIST"])))
+        # the kernel and the configuration type that states its launch (hgemm_variants.cu)
+        expr = ("hgemm_ws<WarpSpecialized>" if f["WS"] else "hgemm_persistent<Persistent>" if f["PERSIST"]
+                else "hgemm_tuned<Tuned>")
+        out.append(H.Candidate(name, expr, variant_source(cfg), config_str(cfg), persistent=bool(f["PERSIST"])))
     if only:
         out = [c for c in out if any(s in c.name for s in only)]
     return out
 
 
+def compile_candidate(c: H.Candidate) -> None:
+    if c.compile() is not None and c.row["config"].startswith("("):   # the lesson: say its shape
+        c.row["config"] = f"{c.tile[0]}x{c.tile[1]}x{c.tile[2]} {c.threads} thr {c.row['config']}"
+
+
 # ----------------------------------------------------------------------------------------- GPU part
-def occupancy(cand) -> int | None:
-    try:
-        from cuda.bindings import driver
-        h = cand.kernel._get().handle
-        if isinstance(h, driver.CUkernel):
-            err, h = driver.cuKernelGetFunction(h)
-        cand.kernel._set_max_dynamic_shared(cand.smem)
-        err, n = driver.cuOccupancyMaxActiveBlocksPerMultiprocessor(h, cand.threads, cand.smem)
-        return int(n) if int(err) == 0 else None
-    except Exception:
-        return None
-
-
 def gpu_main(cands, report, t0):
     import torch
 
-    torch.backends.cuda.matmul.allow_tf32 = False
-    dev = torch.cuda.get_device_name()
+    dev = grader.device.info().name
     report["device"] = dev
     print(f"device: {dev}", flush=True)
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    inputs = lambda s: H.bf16_inputs(s, gen)                           # noqa: E731
 
+    # The sweep's own timing (the grader never times back to back): no L2 flush, no head start.
     def timeit(fn, reps=REPS):
         for _ in range(3):
             fn()
@@ -338,28 +309,29 @@ def gpu_main(cands, report, t0):
         return med(tf), med(tr), med(ratios), (max(tf) - min(tf)) / max(med(tf), 1e-9)
 
     def before(cand):
-        cand.row["blocks_per_sm"] = occupancy(cand)
+        cand.row["blocks_per_sm"] = H.occupancy(cand)
 
-    if not H.check_all(cands, (P.Shape(4096, 4096, 4096), RAGGED), gen, report, before):
+    if not H.check_all(cands, (P.Shape(4096, 4096, 4096), RAGGED), report, before=before):
         return
 
+    sms = grader.device.info().sm_count
     for n in SIZES:
         s = P.Shape(n, n, n)
-        a, b = inputs(s)
-        c = torch.empty(n, n, device="cuda", dtype=torch.bfloat16)
-        c_ref = torch.empty(n, n, device="cuda", dtype=torch.bfloat16)
-        cublas = lambda: torch.matmul(a, b, out=c_ref)                   # noqa: E731
+        ops = H.operands(s)                        # P.hgemm_bf16's A and B (seed 0) on the device
+        cublas = H.cublas(ops)                     # grader.peers.matmul("bf16")'s call on them
         t, spread = timeit(cublas)
         peer = P.flops(s) / t / 1e12
         report["peers"][str(n)] = peer
         print(f"{s}: cuBLAS bf16 {peer:.1f} TFLOP/s", flush=True)
-        sms = torch.cuda.get_device_properties(0).multi_processor_count
         for cand in cands:          # wave quantization: blocks / (SMs · blocks per SM), and the share of
-            BM, BN, _ = cand.tile   # the launched tile-waves that is useful work (n² / (⌈waves⌉·slots·BM·BN))
+            if cand.kernel is None:  # the launched tile-waves that is useful work (n² / (⌈waves⌉·slots·BM·BN))
+                continue
+            BM, BN, _ = cand.tile
             slots = sms * (cand.row.get("blocks_per_sm") or 1)
             tiles = -(-n // BM) * -(-n // BN)
             cand.row[f"waves_{n}"] = round(tiles / slots, 2)
             cand.row[f"wave_eff_{n}"] = round(n * n / (-(-tiles // slots) * slots * BM * BN), 3)
+        padded = {}                                # A, B, C padded once to tiles that do not divide n
         for cand in cands:
             if cand.kernel is None or report.get("fatal"):
                 continue
@@ -367,7 +339,12 @@ def gpu_main(cands, report, t0):
                 cand.row["errors"].append(f"not timed at {n} (time budget)")
                 continue
             try:
-                t, t_ref, ratio, spread = timeit_pair(lambda: cand.launch(a, b, c, n, n, n), cublas)
+                launch = cand.launch_fn()
+                whole = all(n % t == 0 for t in cand.tile)
+                if not whole and cand.tile not in padded:
+                    padded[cand.tile] = H.operands(s, tile=cand.tile)
+                o = ops if whole else padded[cand.tile]
+                t, t_ref, ratio, spread = timeit_pair(lambda: launch(o["a"], o["b"], o["c"]), cublas)
                 cand.row[f"tflops_{n}"] = P.flops(s) / t / 1e12
                 cand.row[f"cublas_{n}"] = P.flops(s) / t_ref / 1e12       # the adjacent cuBLAS timings
                 cand.row[f"frac_{n}"] = ratio
@@ -375,18 +352,20 @@ def gpu_main(cands, report, t0):
                 print(f"  {cand.name:40s} {cand.row[f'tflops_{n}']:7.1f} TFLOP/s  cuBLAS beside it "
                       f"{cand.row[f'cublas_{n}']:7.1f}  {100 * ratio:5.1f}%  waves {cand.row[f'waves_{n}']} "
                       f"(eff {cand.row[f'wave_eff_{n}']:.3f})", flush=True)
-                if n == SIZES[0]:      # and as the grader times it (cool starts, L2 flushed)
-                    t, t_ref, ratio = H.timeit_cool(lambda: cand.launch(a, b, c, n, n, n), cublas)
-                    g = dict(frac=ratio, tflops=P.flops(s) / t / 1e12, cublas=P.flops(s) / t_ref / 1e12)
+                if n == SIZES[0]:      # and as the grader times it (grader.measure: L2 flushed, head start)
+                    m = H.graded(launch, s, cand.name)
+                    g = dict(frac=m.fraction, tflops=m.value, cublas=m.peer_value, spread=m.spread,
+                             runs=len(m.times_s))
                     cand.row.update({f"graded_{k}_4096": x for k, x in g.items()})
-                    print(f"  {'':40s} graded timing: {g['tflops']:7.1f} TFLOP/s, cuBLAS "
-                          f"{g['cublas']:7.1f}: {100 * ratio:5.1f}%", flush=True)
+                    print(f"  {'':40s} graded timing: {m.value:7.1f} TFLOP/s, {m.peer_name} {m.peer_value:7.1f}: "
+                          f"{100 * m.fraction:5.1f}% ({len(m.times_s)} runs, spread {100 * m.spread:.1f}%)", flush=True)
             except Exception as e:
+                traceback.print_exc()
                 cand.row["errors"].append(f"time {n}: {e!r}"[:300])
         # cuBLAS again at the end: a drifting clock shows as a different number
         t, _ = timeit(cublas)
         report["peers"][f"{n}_after"] = P.flops(s) / t / 1e12
-        del a, b, c, c_ref
+        del ops, padded, cublas
         torch.cuda.empty_cache()
 
 
@@ -395,7 +374,7 @@ def print_table(cands, report, gpu):
     if gpu:
         for n in SIZES:
             hdr += f" {'TF@' + str(n):>8s} {'cuBLAS':>6s} {'%cuBLAS':>7s}"
-        hdr += f" {'correct':>7s}"
+        hdr += f" {'graded':>7s} {'correct':>7s}"
     else:
         hdr += " " + " ".join(f"{h:>9s}" for h in ("HMMA.BF16", "LDSM", "LDSM.T", "LDGSTS")) + " LDL/STL"
     print("\n" + hdr + "  notes")
@@ -410,6 +389,8 @@ def print_table(cands, report, gpu):
                 tf = r.get(f"tflops_{n}")
                 line += (f" {tf:8.1f} {r[f'cublas_{n}']:6.0f} {100 * r[f'frac_{n}']:6.1f}%" if tf
                          else f" {'-':>8s} {'-':>6s} {'-':>7s}")
+            g = r.get("graded_frac_4096")
+            line += f" {100 * g:6.1f}%" if g == g and g is not None else f" {'-':>7s}"
             line += f" {str(r.get('correct', '-')):>7s}"
         else:
             sv = r.get("sass")
@@ -419,16 +400,17 @@ def print_table(cands, report, gpu):
     if gpu:
         print("cuBLAS bf16 TFLOP/s alone, before and after the candidates:",
               {k: round(v, 1) for k, v in report["peers"].items()})
-        print("%cuBLAS = median over repetitions of t(cuBLAS) / t(candidate), timed back to back")
+        print("%cuBLAS = median over repetitions of t(cuBLAS) / t(candidate), timed back to back; "
+              "graded = grader.measure at 4096³ (% of its cuBLAS bf16 peer)")
 
 
 def main():
     t0 = time.time()
     args = sys.argv[1:]
     only = args[args.index("--only") + 1].split(",") if "--only" in args else None
-    gpu = "--compile-only" not in args and cuda_cells.gpu_available()
-    print(grader.mode(), "| arch", cuda_cells.default_arch(), "| gpu" if gpu else "| compile only", flush=True)
-    report = {"date": time.strftime("%Y-%m-%d %H:%M"), "arch": cuda_cells.default_arch(), "peers": {}, "rows": []}
+    gpu = "--compile-only" not in args and grader.cuda.gpu_available()
+    print(grader.mode(), "| arch", grader.cuda.default_arch(), "| gpu" if gpu else "| compile only", flush=True)
+    report = {"date": time.strftime("%Y-%m-%d %H:%M"), "arch": grader.cuda.default_arch(), "peers": {}, "rows": []}
     rnd = args[args.index("--round") + 1] if "--round" in args else "6"
     variants = {"1": ROUND1, "2": ROUND2, "3": ROUND3, "4": ROUND4, "5": ROUND5, "6": ROUND6,
                 "explore3": EXPLORE3}[rnd]
@@ -438,7 +420,7 @@ def main():
         if time.time() - t0 > COMPILE_BUDGET_S:
             c.row["errors"].append("not compiled (time budget)")
         elif c.source:
-            c.compile()
+            compile_candidate(c)
         print(f"compiled {c.name:40s} regs {c.row.get('regs')} spills {c.row.get('spill_stores')}/"
               f"{c.row.get('spill_loads')} smem {c.row.get('smem')} ({c.row.get('compile_s')} s) "
               f"{'; '.join(c.row['errors'])}", flush=True)

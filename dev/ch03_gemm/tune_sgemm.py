@@ -1,8 +1,16 @@
 """Why is lesson 02's SGEMM slow, and what makes a Numba fp32 GEMM fast? Candidates timed against cuBLAS.
 
-    python tests/gpu/tune_sgemm.py            # on a GPU: check, time, table (+ $OUT/tune_sgemm.json)
-    python tests/gpu/tune_sgemm.py --ptx      # no GPU needed: PTX/ptxas/SASS facts of every candidate
-    python tests/gpu/tune_sgemm.py --sim [--only v4]   # no GPU: correctness in the Numba simulator (small)
+    python dev/ch03_gemm/tune_sgemm.py            # on a GPU: check, time, table (+ $OUT/tune_sgemm.json)
+    python dev/ch03_gemm/tune_sgemm.py --ptx      # no GPU needed: PTX/ptxas/SASS facts of every candidate
+    python dev/ch03_gemm/tune_sgemm.py --sim [--only v4]   # no GPU: grader.check in the Numba simulator (small)
+
+Correctness is grader.check (--sim: P.sgemm at 64³ and 100×70×37 in the simulator) and, on a GPU,
+grader.check's run_case + verdict on P.sgemm's inputs at 4096³, 1000×1030×1010, 1×768×512 and
+255×257×2049 (float64 reference, the course's fp32 tolerance, poisoned outputs). The compiler facts
+are grader.cuda.numba_sass (Numba -> PTX, ptxas -v, cuobjdump). The timing is the sweep's own and
+deliberately not the grader's: CUDA events around back-to-back launches (no L2 flush, no head start),
+the median, the candidate and cuBLAS fp32 with TF32 off (grader.peers.matmul's call on the same A and
+B) timed alike.
 
 What the compiler does with the lesson kernel (v2_2d, read from the solution notebook), and the fixes:
 
@@ -30,27 +38,33 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import subprocess
 import sys
-import tempfile
 import time
 import traceback
+import types as pytypes
 from pathlib import Path
 
 MODE = "ptx" if "--ptx" in sys.argv else "sim" if "--sim" in sys.argv else "gpu"
 if MODE == "sim":
     os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "tests"))
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))              # run as a script: import the repository's grader
+if MODE == "ptx":
+    # compiling only: grader must not switch Numba to its simulator on a machine without a GPU
+    # (as dev/ch03_gemm's siblings compile.py do in chapters 01-02)
+    _backend = pytypes.ModuleType("grader.backend")
+    _backend.SIMULATOR, _backend.gpu_count, _backend.numba_cuda_mismatch = False, (lambda: 1), (lambda: None)
+    sys.modules["grader.backend"] = _backend
 
-if MODE != "ptx":
-    import grader  # noqa: E402,F401  (before numba: picks GPU or simulator)
+import grader  # noqa: E402,F401  (before numba: picks GPU or simulator)
 import numpy as np  # noqa: E402
 from numba import cuda, float32, uint32  # noqa: E402
 
+from grader.notebooks import run_cells  # noqa: E402
+from grader.problems import gemm as P  # noqa: E402
+
+LESSON = ROOT / "solutions" / "03_gemm" / "02_register_tiling.ipynb"
 SIG = "void(float32[:, ::1], float32[:, ::1], float32[:, ::1])"
 
 
@@ -64,29 +78,14 @@ def jit_kernel(threads, min_blocks):
 
 # ======================================================================= baseline: the lesson's cell
 def lesson_kernel():
-    """The graded cell v2_2d of solutions/03_gemm/02_register_tiling.ipynb, executed as the lesson does."""
-    from ch03_cells import cell_source
-
-    src = cell_source("02_register_tiling.ipynb", "v2_2d")
-    src = "\n".join(l for l in src.splitlines() if not l.startswith(("print(grader.", "grader.check(")))
-    ns = {"cuda": cuda, "float32": float32, "np": np, "__name__": "lesson02"}
-    exec(compile(src, "02_register_tiling.ipynb:v2_2d", "exec"), ns)
+    """The graded cell v2_2d of solutions/03_gemm/02_register_tiling.ipynb, run as the lesson runs it."""
+    ns = run_cells(LESSON, ["setup", "v2_2d"])
     return ns["sgemm_2d"], (ns["BM"], ns["BN"], ns["THREADS"])
 
 
 def lesson_v3():
     """The graded cell v3_quads of the same notebook (after v2_2d, whose constants it uses)."""
-    import types
-
-    from ch03_cells import cell_source
-
-    ns = {"cuda": cuda, "float32": float32, "uint32": uint32, "np": np, "__name__": "lesson02",
-          "grader": types.SimpleNamespace(SIMULATOR=MODE == "sim")}
-    for cid in ("v2_2d", "v3_quads"):
-        src = cell_source("02_register_tiling.ipynb", cid)
-        src = "\n".join(l for l in src.splitlines() if not l.startswith(("print(grader.", "grader.check(")))
-        exec(compile(src, f"02_register_tiling.ipynb:{cid}", "exec"), ns)
-    return ns["sgemm_v3"]
+    return run_cells(LESSON, ["setup", "v2_2d", "v3_quads"])["sgemm_v3"]
 
 
 # ======================================================================= v3: same tiles, compiler-friendly
@@ -274,68 +273,37 @@ def launcher(kernel, geo):
 
 # ======================================================================= --ptx: compiler facts, no GPU
 def ptx_facts(kernel):
-    ptx, _ = cuda.compile_ptx(kernel.py_func, SIG, cc=(9, 0), **_lb(kernel))
-    facts = {k: len(re.findall(re.escape(p), ptx)) for k, p in
-             [("ld.local", "ld.local"), ("st.local", "st.local"), ("ld.shared.f32", "ld.shared.f32"),
-              ("ld.shared.v4", "ld.shared.v4"), ("fma", "fma.rn.f32")]}
-    with tempfile.TemporaryDirectory() as d:
-        p = Path(d, "k.ptx")
-        p.write_text(ptx)
-        r = subprocess.run(["ptxas", "-arch=sm_90", "-v", str(p), "-o", str(Path(d, "k.cubin"))],
-                           capture_output=True, text=True)
-        m = re.search(r"Used (\d+) registers", r.stderr)
-        s = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", r.stderr)
-        facts["regs"] = int(m.group(1)) if m else None
-        facts["spill_st/ld"] = f"{s.group(1)}/{s.group(2)}" if s else "?"
-        try:
-            sass = subprocess.run([_cuobjdump(), "-sass", str(Path(d, "k.cubin"))], capture_output=True,
-                                  text=True).stdout
-            for op in ("FFMA", "LDS.128", "LDS", "LDG.E", "STS", "BAR.SYNC"):
-                facts["SASS " + op] = len(re.findall(r"\s" + re.escape(op) + r"[\s.]" if op == "LDS" else
-                                                     r"\s" + re.escape(op) + r"\b", sass))
-            facts["SASS LDS"] -= facts["SASS LDS.128"]
-            facts["SASS instrs"] = len(re.findall(r"^\s+/\*[0-9a-f]{4}\*/", sass, re.M))
-        except Exception as e:
-            facts["sass"] = str(e)
+    """PTX, ptxas and SASS facts of one kernel for sm_90: grader.cuda.numba_sass (compile_ptx with the
+    kernel's launch bounds, ptxas -v, cuobjdump)."""
+    rep = grader.cuda.numba_sass(kernel, SIG, arch="sm_90")
+    if rep.error:
+        raise RuntimeError(rep.error)
+    facts = {"ld.local": rep.ptx_counts["ld.local"], "st.local": rep.ptx_counts["st.local"],
+             "ld.shared.f32": rep.ptx_counts["ld.shared.f32"], "ld.shared.v4": rep.ptx_counts["ld.shared.v4"],
+             "fma": rep.ptx_counts["fma.rn.f32"], "regs": rep.registers, "spill_bytes": rep.spill_bytes}
+    for op in ("FFMA", "LDS.128", "LDS", "LDG.E", "STS", "BAR.SYNC"):
+        facts["SASS " + op] = rep.count(op)
+    facts["SASS LDS"] -= facts["SASS LDS.128"]
+    facts["SASS instrs"] = rep.instructions
     return facts
 
 
-def _lb(kernel):
-    lb = kernel.targetoptions.get("launch_bounds") if hasattr(kernel, "targetoptions") else None
-    return {"launch_bounds": lb} if lb else {}
-
-
-def _cuobjdump():
-    import shutil
-    found = shutil.which("cuobjdump")
-    if found:
-        return found
-    import nvidia
-    for base in nvidia.__path__:
-        for p in Path(base).glob("*/bin/cuobjdump"):
-            return str(p)
-    raise FileNotFoundError("cuobjdump")
-
-
-# ======================================================================= --sim: small shapes, numpy
+# ======================================================================= --sim: small shapes, grader.check
 def sim_check():
     ok = True
     only = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv else ""
     for name, cfg, kernel, geo in candidates():
         if only not in name:
             continue
-        for (M, N, K) in [(64, 64, 64), (100, 70, 37)]:
-            rng = np.random.default_rng(0)
-            a = rng.uniform(-1, 1, (M, K)).astype(np.float32)
-            b = rng.uniform(-1, 1, (K, N)).astype(np.float32)
-            c = np.zeros((M, N), np.float32)
+        for s in [P.Shape(64, 64, 64), P.Shape(100, 70, 37)]:
             t = time.time()
-            launcher(kernel, geo)(a, b, c)
-            err = float(np.abs(c - a.astype(np.float64) @ b).max())
-            good = err < 1e-4
+            try:
+                grader.check(launcher(kernel, geo), P.sgemm, sizes=[s], quiet=True)
+                good, what = True, "ok"
+            except grader.CheckFailed as e:
+                good, what = False, "WRONG: " + str(e).splitlines()[1][:100]
             ok &= good
-            print(f"sim {name:28s} {M}x{N}x{K}: max err {err:.2e} {'ok' if good else 'WRONG'} "
-                  f"({time.time() - t:.0f} s)", flush=True)
+            print(f"sim {name:28s} {s}: {what} ({time.time() - t:.0f} s)", flush=True)
     sys.exit(0 if ok else 1)
 
 
@@ -343,23 +311,16 @@ def sim_check():
 def gpu_main():
     import torch
 
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
+    import gemm_harness as H
+    from grader.check import run_case, verdict
+
     t_start = time.time()
-    dev = torch.cuda.get_device_name()
+    dev = grader.device.info().name
     print(f"device {dev}, numba-cuda {_version('numba-cuda')}, torch {torch.__version__}", flush=True)
 
-    def inputs(M, N, K, seed=0):
-        g = torch.Generator(device="cuda").manual_seed(seed)
-        a = torch.rand(M, K, device="cuda", generator=g) * 2 - 1
-        b = torch.rand(K, N, device="cuda", generator=g) * 2 - 1
-        return a.contiguous(), b.contiguous()
-
-    def tolerance(K):                       # grader/problems/gemm.py fp32_accumulation_tolerance
-        eps = 2.0 ** -24
-        return 8 * eps, 8 * eps * max(K, 1) / 3 + 1e-6
-
     def timeit(fn, reps=None, budget_s=1.0):
+        # the sweep's own timing (not the grader's: no L2 flush, no head start), the candidates and
+        # cuBLAS alike: events around each launch, the median
         fn()
         torch.cuda.synchronize()
         e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -372,17 +333,16 @@ def gpu_main():
             times.append(e0.elapsed_time(e1) / 1e3)
         return float(np.median(times))
 
-    shapes_check = [(4096, 4096, 4096), (1000, 1030, 1010), (1, 768, 512), (255, 257, 2049)]
-    refs = {}
-    for s in shapes_check:
-        a, b = inputs(*s, seed=sum(s))
-        refs[s] = (a, b, (a.double() @ b.double()))
+    # correctness: grader.check's two halves on P.sgemm's inputs, the reference computed once per shape
+    cases = []
+    for s in [P.Shape(4096, 4096, 4096), P.Shape(1000, 1030, 1010), P.Shape(1, 768, 512), P.Shape(255, 257, 2049)]:
+        inputs = P.sgemm.make_inputs(np.random.default_rng(sum(s)), s)
+        cases.append((s, inputs, P.sgemm.reference(**inputs)))
 
-    peers = {}
+    peers, ops = {}, {}
     for n in (4096, 8192):
-        a, b = inputs(n, n, n)
-        c = torch.empty(n, n, device="cuda")
-        sec = timeit(lambda: torch.matmul(a, b, out=c))
+        ops[n] = H.operands(P.Shape(n, n, n), P.sgemm)     # P.sgemm's A and B on the device, and a C
+        sec = timeit(H.cublas(ops[n], "fp32"))              # grader.peers.matmul("fp32"): TF32 off
         peers[n] = 2 * n ** 3 / sec / 1e12
         print(f"cuBLAS fp32 (TF32 off) {n}^3: {peers[n]:.1f} TFLOP/s", flush=True)
 
@@ -396,15 +356,10 @@ def gpu_main():
             t0 = time.time()
             launch = launcher(kernel, geo)
             ok = True
-            for s, (a, b, ref) in refs.items():
-                c = torch.full((s[0], s[1]), float("nan"), device="cuda")
-                launch(cuda.as_cuda_array(a), cuda.as_cuda_array(b), cuda.as_cuda_array(c))
-                torch.cuda.synchronize()
-                rtol, atol = tolerance(s[2])
-                err = (c.double() - ref).abs()
-                bad = int((err > atol + rtol * ref.abs()).sum().item()) + int(torch.isnan(c).sum().item())
-                row["errors"][f"{s[0]}x{s[1]}x{s[2]}"] = float(err.nan_to_num(float("inf")).max().item())
-                ok &= bad == 0
+            for s, inputs, want in cases:
+                failures = verdict(P.sgemm, s, inputs, run_case(launch, P.sgemm, s, inputs), want)
+                row["errors"][str(s)] = "ok" if not failures else " / ".join(failures[:2])
+                ok &= not failures
             row["correct"] = bool(ok)
             row["compile_check_s"] = round(time.time() - t0, 1)
             try:
@@ -413,10 +368,8 @@ def gpu_main():
             except Exception as e:
                 row["regs"] = f"? {e}"[:40]
             n = 4096
-            a, b = inputs(n, n, n)
-            c = torch.empty(n, n, device="cuda")
-            ca, cb, cc = cuda.as_cuda_array(a), cuda.as_cuda_array(b), cuda.as_cuda_array(c)
-            sec = timeit(lambda: launch(ca, cb, cc), budget_s=1.5)
+            o = ops[n]
+            sec = timeit(lambda: launch(o["a"], o["b"], o["c"]), budget_s=1.5)
             row["tflops"][n] = 2 * n ** 3 / sec / 1e12
             row["pct_cublas"][n] = 100 * row["tflops"][n] / peers[n]
         except Exception as e:
@@ -435,10 +388,8 @@ def gpu_main():
         try:
             name, cfg, kernel, geo = by_name[r["variant"]]
             n = 8192
-            a, b = inputs(n, n, n)
-            c = torch.empty(n, n, device="cuda")
-            ca, cb, cc = cuda.as_cuda_array(a), cuda.as_cuda_array(b), cuda.as_cuda_array(c)
-            sec = timeit(lambda: launcher(kernel, geo)(ca, cb, cc), budget_s=2.0)
+            o = ops[n]
+            sec = timeit(lambda: launcher(kernel, geo)(o["a"], o["b"], o["c"]), budget_s=2.0)
             r["tflops"][n] = 2 * n ** 3 / sec / 1e12
             r["pct_cublas"][n] = 100 * r["tflops"][n] / peers[n]
         except Exception as e:

@@ -67,6 +67,7 @@ class CudaModule:
         self.functions = self.elf.kernels()                  # symbols as in the cubin
         self._objcode = None
         self._kernels: dict[str, CudaKernel] = {}
+        self._shapes: dict[str, LaunchShape | None] = {}   # name expression -> launch shape, read once
 
     # -- names -----------------------------------------------------------------
     @property
@@ -114,8 +115,12 @@ class CudaModule:
             return False
 
     def launch_shape(self, kernel_expr: str) -> LaunchShape | None:
-        """What the type of ``kernel_expr`` (``"gemm<V3>"``) states about its launch (launch.py)."""
-        return read_launch_shape(self.elf, self.symbol_mapping, kernel_expr)
+        """What the type of ``kernel_expr`` (``"gemm<V3>"``) states about its launch (launch.py).
+        Read from the cubin once per name expression: ``CudaKernel.launch`` asks on every launch, and
+        reading a large cubin's symbol table (a CuTe cell's: ~2 MB) takes milliseconds of host time."""
+        if kernel_expr not in self._shapes:
+            self._shapes[kernel_expr] = read_launch_shape(self.elf, self.symbol_mapping, kernel_expr)
+        return self._shapes[kernel_expr]
 
     # -- reports ---------------------------------------------------------------
     @property

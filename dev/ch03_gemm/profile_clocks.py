@@ -1,13 +1,18 @@
 """Where chapter 03's graded tensor-core GEMMs lose to cuBLAS, on a GPU: SM clock and power while
 each runs (NVML), and, under Nsight Compute, the tensor and shared-memory pipes' utilization.
 
-    python tests/gpu/profile_ch03.py                 # clocks: ~3 s of back-to-back launches each, 4096³
+    python dev/ch03_gemm/profile_clocks.py            # clocks: ~3 s of back-to-back launches each, 4096³
     ncu --clock-control none --section SpeedOfLight --section ComputeWorkloadAnalysis \
-        --section WarpStateStats -k regex:'hgemm_bf16|cute_gemm_bf16|nvjet|gemm' --launch-skip 3 \
-        --launch-count 3 python tests/gpu/profile_ch03.py --ncu   # 2 launches of each, nothing else
+        --section WarpStateStats -k regex:'hgemm|cute_gemm|nvjet|gemm' --launch-skip 3 \
+        --launch-count 3 python dev/ch03_gemm/profile_clocks.py --ncu   # 2 launches of each, nothing else
 
-The kernels are the solution notebooks' cells (lesson 04 `v_hgemm`, lesson 05 `v_cute`), compiled as
-measure_ch03.py does; the peer is torch.matmul bf16 (cuBLAS) on the same inputs.
+The kernels are the solution notebooks' cells (lesson 04 `v_hgemm`: hgemm<V3>, lesson 05 `v_cute`:
+cute_gemm<V2>) with the lessons' launch functions, loaded as measure.py loads them; the operands are
+P.hgemm_bf16's inputs at 4096³ on the device (gemm_harness.operands) and the peer is cuBLAS bf16 on the
+same A and B (grader.peers.matmul's call). What this measures is outside the grader on purpose: clocks,
+power and temperature (NVML) under sustained back-to-back launches, which no graded figure reports.
+(Named profile_clocks.py, not profile.py: a script's folder comes first on sys.path, and a profile.py
+there would stand in for the standard library's profile module, which cProfile imports.)
 """
 from __future__ import annotations
 
@@ -15,28 +20,21 @@ import statistics
 import sys
 import threading
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import measure_ch03 as M  # noqa: E402  (puts the repo and tests/ on sys.path, imports grader)
+import gemm_harness as H   # first: puts the repository on sys.path and imports grader
+import measure as M
+
+import grader
+from grader.problems import gemm as P
 
 N = 4096
 
 
 def kernels():
-    import numpy as np
-    import torch
-    from numba import cuda
-
-    torch.backends.cuda.matmul.allow_tf32 = False
-    ta = torch.randn(N, N, device="cuda", dtype=torch.bfloat16)
-    tb = torch.randn(N, N, device="cuda", dtype=torch.bfloat16)
-    tc = torch.empty(N, N, device="cuda", dtype=torch.bfloat16)
-    # the same bf16 values as uint16 bits for the lessons' launchers
-    a, b = (cuda.as_cuda_array(t.view(torch.int16)).view(np.uint16) for t in (ta, tb))
-    c = cuda.device_array((N, N), np.uint16)
+    ops = H.operands(P.Shape(N, N, N))
+    a, b, c = ops["a"], ops["b"], ops["c"]
     l04, l05 = M.lesson04(), M.lesson05()
-    return {"cuBLAS": lambda: torch.matmul(ta, tb, out=tc),
+    return {"cuBLAS": H.cublas(ops),
             "04 hgemm (mma.sync)": lambda: l04["launch_hgemm"](a, b, c),
             "05 cute": lambda: l05["launch_cute"](a, b, c)}
 
@@ -87,18 +85,27 @@ def clocks(ks):
                   flush=True)
 
 
-def main():
+def main(argv=None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--ncu", action="store_true", help="two launches of each kernel, nothing else (under ncu)")
+    args = ap.parse_args(argv)
+    if not grader.cuda.gpu_available():
+        print("No GPU: this script reads clocks and power while kernels run on a CUDA GPU.")
+        return 2
     ks = kernels()
-    if "--ncu" in sys.argv:
+    if args.ncu:
         import torch
 
         for fn in ks.values():
             fn()
             fn()
         torch.cuda.synchronize()
-        return
+        return 0
     clocks(ks)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
