@@ -4,6 +4,8 @@
 * A solution region written with C++ comments (``// BEGIN SOLUTION`` …
   ``// END SOLUTION``, inside a ``%%cuda`` cell or a C++ string) becomes
   ``// YOUR CODE HERE`` in the learner's copy, not Python's ``raise``.
+* The release gives every lesson the metadata JupyterLab expects (kernelspec, language_info)
+  and lets Run All go past failing checks: :mod:`grader.lesson_metadata`.
 * Generous per-cell time limits: simulated kernels are bounded by the grader
   itself (grader.sim); the cell limit is the backstop.
 * Autograde puts back graded cells a learner deleted (``add_missing_cells``; nbgrader's
@@ -157,10 +159,12 @@ def apply(c) -> None:
 
     c.ClearSolutions.code_stub = {"python": PYTHON_STUB}
     c.CourseClearSolutions.code_stub = {"python": PYTHON_STUB}
+    from .lesson_metadata import LessonMetadata   # kernelspec, language_info, Run All keeps going
+
     c.GenerateAssignment.preprocessors = [
         CourseClearSolutions if p is ClearSolutions else p
         for p in GenerateAssignment.class_traits()["preprocessors"].default()
-    ]
+    ] + [LessonMetadata]
     from nbgrader.converters import Autograde
 
     steps = list(Autograde.class_traits()["autograde_preprocessors"].default())
