@@ -197,21 +197,52 @@ def _first_error_line(log: str) -> str:
 
 
 def read_cell_grades(autograded_nb: Path) -> list[CellGrade]:
-    """Per graded cell: points (as nbgrader scored them) and a one-line reason for lost points."""
-    from nbgrader.utils import determine_grade, is_grade
+    """Per graded cell: points (as nbgrader scored them) and the reason for lost points (a few lines)."""
+    from nbgrader.utils import determine_grade, is_grade, is_solution
 
     nb = json.loads(autograded_nb.read_text())
     import nbformat
 
     nb = nbformat.reads(json.dumps(nb), as_version=4)
     rows = []
+    exercise = None       # the nearest exercise cell above: the one a graded cell checks
     for cell in nb.cells:
+        if cell.cell_type == "code" and is_solution(cell) and not is_grade(cell):
+            exercise = cell
         if not is_grade(cell) or cell.cell_type != "code":
             continue
         score, max_score = determine_grade(cell)
+        reason = _reason(cell, score, max_score)
+        stub = _untouched_cpp_stub(exercise)
+        if stub and _failed(cell):
+            reason = stub
         rows.append(CellGrade(autograded_nb.name, cell.metadata.nbgrader["grade_id"], float(score or 0.0),
-                              float(max_score), _reason(cell, score, max_score)))
+                              float(max_score), reason))
     return rows
+
+
+def _failed(cell) -> bool:
+    """The cell ended in an error (not a tampering verdict, which must stay as it is)."""
+    return any(o.output_type == "error" and o.get("ename") != "GraderModified" for o in cell.get("outputs", []))
+
+
+def _untouched_cpp_stub(cell) -> str | None:
+    """"not implemented yet", when ``cell`` is a C++ exercise still exactly as released.
+
+    A graded cell after an untouched ``%%cuda`` stub fails on what the stub lacks (a SASS
+    rubric lists the missing instructions); the learner's next step is to write the kernel.
+    Untouched = the released cell's checksum (nbgrader's, over source and grading metadata)."""
+    from nbgrader.utils import compute_checksum
+
+    from .nbgrader_settings import CPP_STUB
+
+    if cell is None or CPP_STUB not in cell.source:
+        return None
+    if cell.metadata.get("nbgrader", {}).get("checksum") != compute_checksum(cell):
+        return None
+    first = cell.source.lstrip().splitlines()[0]
+    where = f"the `{first.strip()}` cell" if first.startswith("%%cuda") else f"exercise `{cell.metadata.nbgrader['grade_id']}`"
+    return f"not implemented yet: {where} still holds its `{CPP_STUB}` stub. Write the kernel there."
 
 
 def _reason(cell, score, max_score) -> str:
@@ -220,7 +251,7 @@ def _reason(cell, score, max_score) -> str:
             text = ANSI.sub("", "\n".join(out.get("traceback", [])) or f"{out.ename}: {out.evalue}")
             lines = [l for l in text.splitlines() if l.strip()]
             shown = lines[:4] + [l for l in lines[4:] if l.strip().startswith("hint:")][:1]
-            return " | ".join(shown)[:600]
+            return "\n".join(l.rstrip()[:300] for l in shown)
         if out.output_type == "stream" and out.name == "stderr":
             return "the cell wrote to stderr, which nbgrader scores 0: " + out.text.strip().splitlines()[0][:200]
     if score is not None and score < max_score:
@@ -239,12 +270,22 @@ def grade_notebook(notebook: Path, env: dict | None = None) -> list[CellGrade]:
         return autograde([notebook], chapter, course, env=env)
 
 
+REASON_WIDTH = 100     # the reasons are wrapped to this many columns, under their row
+
+
 def format_table(rows: list[CellGrade]) -> str:
+    """One row per graded cell (points); why points were lost, wrapped and indented beneath it."""
+    import textwrap
+
     width = max([len(r.cell) for r in rows] + [4])
-    lines = [f"{'cell':<{width}}  {'points':>11}  why points were lost"]
+    lines = [f"{'cell':<{width}}   points    (why points were lost: indented under the row)"]
     total = maxi = 0.0
     for r in rows:
         total, maxi = total + r.score, maxi + r.max_score
-        lines.append(f"{r.cell:<{width}}  {r.score:>5.2f} / {r.max_score:<4g}  {r.reason}")
-    lines.append(f"{'total':<{width}}  {total:>5.2f} / {maxi:<4g}")
+        lines.append(f"{r.cell:<{width}}  {r.score:>5.2f} / {r.max_score:g}")
+        for line in r.reason.splitlines():
+            indent = "    " + line[:len(line) - len(line.lstrip())]
+            lines += textwrap.wrap(line.strip(), REASON_WIDTH, initial_indent=indent, subsequent_indent=indent + "  ",
+                                   break_long_words=False, break_on_hyphens=False)
+    lines.append(f"{'total':<{width}}  {total:>5.2f} / {maxi:g}")
     return "\n".join(lines)

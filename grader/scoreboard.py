@@ -73,7 +73,8 @@ def format_scoreboard(data: dict) -> str:
     lines.append(f"nbgrader points of the reference solutions: {total:g} / {maxi:g}")
     lost = [c for c in data["cells"] if c["score"] < c["max_score"]]
     for c in lost:
-        lines.append(f"  lost: {c['notebook']} {c['cell']}: {c['score']:g}/{c['max_score']:g} {c['reason']}")
+        why = c["reason"].replace("\n", "\n        ")       # a reason may run over several lines
+        lines.append(f"  lost: {c['notebook']} {c['cell']}: {c['score']:g}/{c['max_score']:g} {why}")
     return "\n".join(lines)
 
 
