@@ -103,9 +103,10 @@ def shots(tmp_path_factory, request):
     folder.mkdir(parents=True, exist_ok=True)
     yield folder
     reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:
-        reporter.ensure_newline()
-        reporter.write_line(f"browser screenshots: {folder}")
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    if reporter is not None and capture is not None:
+        with capture.global_and_fixture_disabled():        # else pytest captures it with the teardown
+            reporter.write_line(f"\nbrowser screenshots: {folder}")
 
 
 @pytest.fixture(scope="module")
