@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Set up the course in ./.venv and open it in JupyterLab, or run the tests.
-#   ./course.sh          set up (first time), then open course/ in JupyterLab
-#   ./course.sh test     set up (first time), then run the test suite (what CI runs)
-#   ./course.sh setup    set up only
+#   ./course.sh              set up (first time), then open course/ in JupyterLab (the learner's lab)
+#   ./course.sh lab          the same
+#   ./course.sh instructor   set up, then open the repository in JupyterLab with nbgrader's
+#                            instructor tools (Nbgrader menu, Create Assignment, formgrader)
+#   ./course.sh test         set up (first time), then run the test suite (what CI runs)
+#   ./course.sh setup        set up only
 set -euo pipefail
 cd "$(dirname "$0")"
 PY=${PYTHON:-python3}
@@ -35,6 +38,11 @@ case "${1:-lab}" in
         exec "$VENV/bin/python" -m pytest -q "$@" ;;
     lab)
         setup
-        exec "$VENV/bin/jupyter" lab course/ ;;
-    *) echo "usage: ./course.sh [lab|test|setup]"; exit 2 ;;
+        shift || true
+        exec "$VENV/bin/python" -m grader.lab learner course/ "$@" ;;
+    instructor)
+        setup
+        shift || true
+        exec "$VENV/bin/python" -m grader.lab instructor . "$@" ;;
+    *) echo "usage: ./course.sh [lab|instructor|test|setup]"; exit 2 ;;
 esac

@@ -200,16 +200,25 @@ def autograde_assignment(course: Path, assignment: str, students: list[str] | No
     return out
 
 
+REASON_WIDTH = 100     # the reasons are wrapped to this many columns, under their row
+
+
 def format_table(rows: list[CellGrade], notes: list | None = None) -> str:
+    """One row per graded cell (points); why points were lost, wrapped and indented beneath it;
+    then the notes on the submission (its structure, its cells' errors)."""
+    import textwrap
+
     width = max([len(r.cell) for r in rows] + [4])
-    lines = [f"{'cell':<{width}}  {'points':>11}  why points were lost"]
+    lines = [f"{'cell':<{width}}   points    (why points were lost: indented under the row)"]
     total = maxi = 0.0
     for r in rows:
         total, maxi = total + r.score, maxi + r.max_score
-        reason = ANSI.sub("", r.reason).strip().splitlines()
-        lines.append(f"{r.cell:<{width}}  {r.score:>5.2f} / {r.max_score:<4g}  {reason[0] if reason else ''}")
-        lines += [f"{'':<{width}}  {'':>11}    {line}" for line in reason[1:8]]
-    lines.append(f"{'total':<{width}}  {total:>5.2f} / {maxi:<4g}")
+        lines.append(f"{r.cell:<{width}}  {r.score:>5.2f} / {r.max_score:g}")
+        for line in ANSI.sub("", r.reason).splitlines()[:12]:
+            indent = "    " + line[:len(line) - len(line.lstrip())]
+            lines += textwrap.wrap(line.strip(), REASON_WIDTH, initial_indent=indent, subsequent_indent=indent + "  ",
+                                   break_long_words=False, break_on_hyphens=False)
+    lines.append(f"{'total':<{width}}  {total:>5.2f} / {maxi:g}")
     lines += [f"note: {n}" for n in notes or []]
     return "\n".join(lines)
 

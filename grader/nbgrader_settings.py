@@ -3,6 +3,8 @@
 * A solution region written with C++ comments (``// BEGIN SOLUTION`` … ``// END SOLUTION``, inside
   a ``%%cuda`` cell or a C++ string) becomes ``// YOUR CODE HERE`` in the learner's copy, not
   Python's ``raise``.
+* The release gives every lesson the metadata JupyterLab expects (kernelspec, language_info)
+  and lets Run All go past failing checks: :mod:`grader.lesson_metadata`.
 * ``nbgrader autograde`` is switched off: it would run every submission's code in the instructor's
   own process, with the instructor's permissions (gradebook, solutions, other students' files).
   This course grades with ``python -m grader autograde ASSIGNMENT`` (grader.autograde): each
@@ -62,9 +64,11 @@ def apply(c) -> None:
 
     c.ClearSolutions.code_stub = {"python": PYTHON_STUB}
     c.CourseClearSolutions.code_stub = {"python": PYTHON_STUB}
+    from .lesson_metadata import LessonMetadata   # kernelspec, language_info, Run All keeps going
+
     c.GenerateAssignment.preprocessors = [
         CourseClearSolutions if p is ClearSolutions else p
         for p in GenerateAssignment.class_traits()["preprocessors"].default()
-    ]
+    ] + [LessonMetadata]
     c.Autograde.sanitize_preprocessors = [RefuseInProcessAutograde]
     c.Autograde.autograde_preprocessors = [RefuseInProcessAutograde]

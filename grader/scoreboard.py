@@ -101,7 +101,8 @@ def format_chapter(chapter: str, entry: dict) -> str:
     lines.append(f"nbgrader points of the reference solutions: {total:g} / {maxi:g}")
     for c in entry["cells"]:
         if c["score"] < c["max_score"]:
-            lines.append(f"  lost: {c['notebook']} {c['cell']}: {c['score']:g}/{c['max_score']:g} {c['reason']}")
+            reason = "\n        ".join(c["reason"].splitlines()[:6])
+            lines.append(f"  lost: {c['notebook']} {c['cell']}: {c['score']:g}/{c['max_score']:g} {reason}")
     return "\n".join(lines)
 
 

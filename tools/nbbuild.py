@@ -54,10 +54,10 @@ def tests(src: str, grade_id: str, points: float):
 
 def write(path: str, cells: list) -> None:
     global _count
-    nb = new_notebook(cells=cells, metadata={
-        "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
-        "language_info": {"name": "python"},
-    })
+    from grader.lesson_metadata import normalize
+
+    nb = new_notebook(cells=cells)
+    normalize(nb)          # kernelspec, language_info, raises-exception tags (as the release does)
     nbformat.validate(nb)
     nbformat.write(nb, path)
     _count = 0
