@@ -186,7 +186,10 @@ class Module:
 
     def kernel(self, name: str):
         if name not in self._k:
-            self._k[name] = self.obj.get_kernel(name)
+            try:
+                self._k[name] = self.obj.get_kernel(name)
+            except Exception:                                  # some cuda.core versions want bytes
+                self._k[name] = self.obj.get_kernel(name.encode())
         return self._k[name]
 
     def meta(self, name: str) -> list[int]:
@@ -735,7 +738,7 @@ def judge_wrong(v: dict, results: list[dict]) -> tuple[bool, list[str]]:
     return caught, lines
 
 
-def run_wrong(out_dir: Path, parallel: int = 4, timeout: int = 150) -> list[dict]:
+def run_wrong(out_dir: Path, parallel: int = 4, timeout: int = 75) -> list[dict]:
     variants = wrong_variants()
     procs, res = [], []
     for v in variants:
@@ -1112,7 +1115,7 @@ def main(argv=None):
         check_summary = []
         for fam, js, logf, p in procs:
             try:
-                p.wait(timeout=200)
+                p.wait(timeout=150)
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
