@@ -11,9 +11,11 @@
 // Head packing: a block takes one (sequence, KV head) and all G query heads that read it, as the
 // rows of an m16 tile (G <= 16 · MT), so each K/V element is loaded from memory once.
 // Split-KV (flash decoding): the L_b tokens are cut into chunks of `chunk` tokens, one block each
-// (grid.x = n_splits); a block writes its normalized partial output (fp32) and its LSE, and
-// dec_combine_* merges the chunks with weights exp(lse_s - lse_max). With n_splits == 1 the block
-// writes the bf16 output directly and no combine runs.
+// (grid.x = n_splits); a block writes its normalized partial output (fp32) and its LSE, and the
+// chunks are merged with weights exp(lse_s - lse_max) (combine.cuh): by combine_d* after the split
+// kernel, or -- when `counters` (B · Hkv ints, zero) is given -- by the last block of each
+// (sequence, KV head) to finish, inside the split kernel. With n_splits == 1 the block writes the
+// bf16 output directly.
 // Inside a block, K/V tiles of BN tokens stream through shared memory (cp.async, STAGES deep); the
 // warps split each tile's tokens (TG warps per m16 tile, TPW tokens each), keep their own online
 // softmax state, and are merged through shared memory at the end.
@@ -24,7 +26,7 @@
 //   WRONG_GQA_HEAD        query head g of the group is taken as g · Hkv + kvh (interleaved), not kvh · G + g
 //   WRONG_PAGE_IGNORED    the block table is ignored: pages assumed contiguous per sequence
 //   WRONG_COMBINE_NO_LSE  the combine averages the chunks' outputs, ignoring their LSE weights
-#include "attn.cuh"
+#include "combine.cuh"
 
 using namespace attn;
 
@@ -44,7 +46,7 @@ struct DecConfig {
   static constexpr int RED_BYTES = WARPS * 16 * (RED_PITCH + 2) * 4;   // acc + m, l per row
   static constexpr int PT_INTS = PAGED ? 256 : 0;  // physical page ids of one chunk
   static constexpr int MAIN_BYTES = STAGES * STAGE_BYTES > RED_BYTES ? STAGES * STAGE_BYTES : RED_BYTES;
-  static constexpr int SMEM_BYTES = Q_BYTES + MAIN_BYTES + PT_INTS * 4;
+  static constexpr int SMEM_BYTES = Q_BYTES + MAIN_BYTES + PT_INTS * 4 + 16;   // + the fixup ticket
   static constexpr int ROWS_PER_PASS = THREADS / CH;
   static_assert(D == 64 || D == 128, "head dim 64 or 128");
   static_assert(WARPS % MT == 0 && TPW % 16 == 0, "each warp takes a multiple of 16 tokens");
@@ -62,8 +64,8 @@ __device__ __forceinline__ void decode_split(const bf16_t* __restrict__ q, const
                                              const bf16_t* __restrict__ vc, const int* __restrict__ block_table,
                                              const int* __restrict__ seq_lens, float* __restrict__ o_part,
                                              float* __restrict__ lse_part, bf16_t* __restrict__ o,
-                                             float* __restrict__ lse, int Hq, int Hkv, int cap, int page_shift,
-                                             int chunk, int n_splits, float scale_log2) {
+                                             float* __restrict__ lse, int* __restrict__ counters, int Hq, int Hkv,
+                                             int cap, int page_shift, int chunk, int n_splits, float scale_log2) {
   constexpr int D = C::D, BN = C::BN, KD = C::KD, KC = C::KC, NT = C::NT, DT = C::DT, CH = C::CH;
   constexpr int STAGES = C::STAGES, MT = C::MT;
   extern __shared__ __align__(1024) unsigned char smem[];  // Q (HEADS, D) | stages {K, V} (BN, D) | pages
@@ -76,6 +78,7 @@ __device__ __forceinline__ void decode_split(const bf16_t* __restrict__ q, const
   if (t0 >= L && split > 0) return;                        // empty chunk: the combine skips it
   const int ntok = min(L, t0 + chunk) - t0;                // tokens of this chunk (>= 0)
   const int n_tiles = ntok > 0 ? (ntok + BN - 1) / BN : 0;
+  int* ticket = reinterpret_cast<int*>(smem + C::SMEM_BYTES - 16);
 
   // Query head of packed row gi (gi < G).
   auto head_of = [&](int gi) {
@@ -85,6 +88,15 @@ __device__ __forceinline__ void decode_split(const bf16_t* __restrict__ q, const
     return kvh * G + gi;
 #endif
   };
+
+  if (L == 0) {                                            // no key: O = 0, LSE = -inf (block 0 only)
+    for (int item = threadIdx.x; item < G * D; item += C::THREADS) {
+      const int h = head_of(item / D);
+      o[((size_t)b * Hq + h) * D + item % D] = 0;
+      if (lse != nullptr && item % D == 0) lse[(size_t)b * Hq + h] = -INFINITY;
+    }
+    return;
+  }
 
   int* pt = reinterpret_cast<int*>(smem + C::Q_BYTES + C::MAIN_BYTES);   // page ids of this chunk
   if constexpr (C::PAGED) {
@@ -96,32 +108,40 @@ __device__ __forceinline__ void decode_split(const bf16_t* __restrict__ q, const
   // cp.async: thread tid copies chunk tid % CH of rows tid / CH + i · ROWS_PER_PASS.
   const int ld_r = tid / CH, ld_c = tid % CH;
   const unsigned ld_soff = swz<D>(ld_r, ld_c);
-  // Address of token tok (chunk-relative) of this KV head, in the K (or V) cache.
-  auto row_ptr = [&](const bf16_t* cache, int tok) -> const bf16_t* {
+  // Element offset of token tok (chunk-relative) of this KV head: the same in the K and the V cache.
+  auto row_off = [&](int tok) -> size_t {
     if constexpr (C::PAGED) {
 #ifdef WRONG_PAGE_IGNORED
-      const int page = b * cap + ((t0 + tok) >> page_shift);
+      const int page = b * cap + ((t0 + tok) >> page_shift);   // wrong: pages taken as contiguous
 #else
       const int page = pt[((t0 + tok) >> page_shift) - (t0 >> page_shift)];
 #endif
       const int off = (t0 + tok) & ((1 << page_shift) - 1);
-      return cache + ((((size_t)page << page_shift) + off) * Hkv + kvh) * D;
+      return ((((size_t)page << page_shift) + off) * Hkv + kvh) * D;
     } else {
-      return cache + (((size_t)b * Hkv + kvh) * cap + t0 + tok) * D;
+      return (((size_t)b * Hkv + kvh) * cap + t0 + tok) * D;
     }
   };
   auto load_kv = [&](unsigned stage, int j) {
+#ifdef WRONG_KV_OOB
+    const bool full = !C::PAGED || (j + 1) * BN <= ntok;   // wrong (contiguous cache): reads past L_b
+#else
+    const bool full = (j + 1) * BN <= ntok;
+#endif
 #pragma unroll
     for (int i = 0; i < BN / C::ROWS_PER_PASS; ++i) {
       const int r = ld_r + i * C::ROWS_PER_PASS, tok = j * BN + r;
-#ifdef WRONG_KV_OOB
-      const bool ok = C::PAGED ? tok < ntok : true;        // wrong (contiguous cache): reads past L_b
-#else
-      const bool ok = tok < ntok;
-#endif
       const unsigned so = stage + ld_soff + i * C::ROWS_PER_PASS * D * 2;
-      cp_async_16z(so, ok ? row_ptr(kc, tok) + ld_c * 8 : kc, ok ? 16u : 0u);
-      cp_async_16z(so + C::KV_BYTES, ok ? row_ptr(vc, tok) + ld_c * 8 : vc, ok ? 16u : 0u);
+      if (full) {                                          // whole tile: no row test
+        const size_t e = row_off(tok) + ld_c * 8;
+        cp_async_16(so, kc + e);
+        cp_async_16(so + C::KV_BYTES, vc + e);
+      } else {
+        const bool ok = tok < ntok;
+        const size_t e = ok ? row_off(tok) + ld_c * 8 : 0;   // rows past the end: zero fill, no read
+        cp_async_16z(so, kc + e, ok ? 16u : 0u);
+        cp_async_16z(so + C::KV_BYTES, vc + e, ok ? 16u : 0u);
+      }
     }
   };
 
@@ -284,6 +304,18 @@ __device__ __forceinline__ void decode_split(const bf16_t* __restrict__ q, const
       if (c4 == 0) lse_part[ps] = lse_v;
     }
   }
+  // Fused combine: the last block of this (sequence, KV head) merges the group's G heads.
+  if (n_splits > 1 && counters != nullptr) {
+    const int ns = min(n_splits, (L + chunk - 1) / chunk);
+    if (last_arrival(counters + (size_t)b * Hkv + kvh, ns, ticket)) {
+      for (int item = tid; item < G * D / 4; item += C::THREADS) {
+        const int h = head_of(item / (D / 4)), c4 = (item % (D / 4)) * 4;
+        const size_t hb = (size_t)b * Hq + h;
+        merge_partials(o_part + hb * n_splits * D, lse_part + hb * n_splits, ns, D, c4, o + hb * D,
+                       lse != nullptr ? lse + hb : nullptr);
+      }
+    }
+  }
 }
 
 // ---- combine: O = Σ_s w_s O_s / Σ_s w_s, w_s = exp(lse_s - max lse) --------------------------------
@@ -296,39 +328,24 @@ template <class C>
 __device__ __forceinline__ void combine(const float* __restrict__ o_part, const float* __restrict__ lse_part,
                                         const int* __restrict__ seq_lens, bf16_t* __restrict__ o,
                                         float* __restrict__ lse, int Hq, int chunk, int n_splits) {
-  const int h = blockIdx.x, b = blockIdx.y, c4 = threadIdx.x * 4;
+  const int h = blockIdx.x, b = blockIdx.y;
   const int L = seq_lens[b];
   const int ns = min(n_splits, (L + chunk - 1) / chunk);  // chunks that hold tokens
-  const size_t base = ((size_t)b * Hq + h) * n_splits;
-  float M = -INFINITY;
-  for (int s = 0; s < ns; ++s) M = fmaxf(M, lse_part[base + s]);
-  const float ref = M == -INFINITY ? 0.f : M;
-  float W = 0.f;
-  float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
-  for (int s = 0; s < ns; ++s) {
-#ifdef WRONG_COMBINE_NO_LSE
-    const float w = 1.f;
-#else
-    const float w = __expf(lse_part[base + s] - ref);
-#endif
-    const float4 v = *reinterpret_cast<const float4*>(o_part + (base + s) * C::DV + c4);
-    W += w;
-    a.x += w * v.x, a.y += w * v.y, a.z += w * v.z, a.w += w * v.w;
-  }
-  const float inv = W > 0.f ? 1.f / W : 0.f;
-  *reinterpret_cast<uint2*>(o + ((size_t)b * Hq + h) * C::DV + c4) =
-      make_uint2(pack_bf16(a.x * inv, a.y * inv), pack_bf16(a.z * inv, a.w * inv));
-  if (lse != nullptr && threadIdx.x == 0) lse[(size_t)b * Hq + h] = W > 0.f ? ref + __logf(W) : -INFINITY;
+  const size_t hb = (size_t)b * Hq + h;
+  for (int c4 = threadIdx.x * 4; c4 < C::DV; c4 += C::THREADS * 4)
+    merge_partials(o_part + hb * n_splits * C::DV, lse_part + hb * n_splits, ns, C::DV, c4, o + hb * C::DV,
+                   lse != nullptr ? lse + hb : nullptr);
 }
 
 #define DEC_KERNEL(NAME, ...)                                                                      \
   using NAME##_cfg = DecConfig<__VA_ARGS__>;                                                      \
   extern "C" __global__ void __launch_bounds__(NAME##_cfg::THREADS, NAME##_cfg::MINB)             \
       NAME(const bf16_t* q, const bf16_t* kc, const bf16_t* vc, const int* block_table,            \
-           const int* seq_lens, float* o_part, float* lse_part, bf16_t* o, float* lse, int Hq,     \
-           int Hkv, int cap, int page_shift, int chunk, int n_splits, float scale_log2) {         \
-    decode_split<NAME##_cfg>(q, kc, vc, block_table, seq_lens, o_part, lse_part, o, lse, Hq, Hkv, \
-                             cap, page_shift, chunk, n_splits, scale_log2);                       \
+           const int* seq_lens, float* o_part, float* lse_part, bf16_t* o, float* lse,             \
+           int* counters, int Hq, int Hkv, int cap, int page_shift, int chunk, int n_splits,      \
+           float scale_log2) {                                                                    \
+    decode_split<NAME##_cfg>(q, kc, vc, block_table, seq_lens, o_part, lse_part, o, lse, counters, \
+                             Hq, Hkv, cap, page_shift, chunk, n_splits, scale_log2);              \
   }                                                                                               \
   extern "C" __global__ void NAME##_meta(int* out) {                                              \
     out[0] = NAME##_cfg::THREADS; out[1] = NAME##_cfg::SMEM_BYTES; out[2] = NAME##_cfg::BN;       \

@@ -27,6 +27,7 @@ template <int D_, int BR_, int BC_, int WARPS_, int STAGES_, bool QREG_, int MIN
 struct Fa2Config {
   static constexpr int D = D_, BR = BR_, BC = BC_, WARPS = WARPS_, STAGES = STAGES_, MINB = MINB_;
   static constexpr bool QREG = QREG_;          // Q fragments kept in registers for the whole loop
+  static constexpr float TAU = 8.f;            // lazy rescale: a row's reference may lag its max by 2^8
   static constexpr int THREADS = WARPS * 32;
   static constexpr int WROWS = BR / WARPS;     // query rows of one warp
   static constexpr int MT = WROWS / 16;        // m16 tiles of one warp
@@ -229,27 +230,53 @@ __device__ __forceinline__ void fa2_fwd(const bf16_t* __restrict__ Q, const bf16
           }
     }
 
-    // ---- online softmax: new max, rescale, P = 2^(s · scale · log2 e - m) ----------------------
-    // Each p is packed to bf16 as soon as it exists, straight into the A-fragment layout of P·V:
-    // key step kk = n8 tiles 2kk (a0 row g, a1 row g+8) and 2kk + 1 (a2 row g, a3 row g+8). This
-    // holds P in 32 registers instead of 64 while the output is rescaled.
+    // ---- online softmax with a lazy reference point ----------------------------------------------
+    // m_run is the reference each row's p = 2^(s · scale · log2 e - m_run) is taken against, kept
+    // within TAU of the row's true max (so p <= 2^TAU: no overflow, bf16 keeps its relative
+    // precision). Only when some row of the warp has outgrown its reference by more than TAU does
+    // the warp move every grown row's reference up to its max and rescale that row's l and output
+    // by 2^(old - new). Exact in real arithmetic for any TAU >= 0 (O = acc / l does not depend on
+    // the reference); it skips most of the 2 · MT · D / 8 multiplies per tile once the maxima settle.
+    float mt[MT][2];                                       // this tile's row max, log2 units
+    bool grow = false;
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh) {
+        float mx = fmaxf(s[i][0][2 * hh], s[i][0][2 * hh + 1]);
+#pragma unroll
+        for (int n = 1; n < NT; ++n) mx = fmaxf(mx, fmaxf(s[i][n][2 * hh], s[i][n][2 * hh + 1]));
+        mt[i][hh] = quad_max(mx) * scale_log2;
+        grow |= mt[i][hh] > m_run[i][hh] + C::TAU;           // a row's first key always counts (-inf)
+      }
+#ifndef WRONG_NO_MAX                                         // wrong: the reference stays 0, p = 2^(s·c)
+    if (__any_sync(0xffffffffu, grow)) {
+#pragma unroll
+      for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh) {
+          const float m_new = fmaxf(m_run[i][hh], mt[i][hh]);
+          const float alpha = ex2(m_run[i][hh] - ref_point(m_new));   // 1 if unchanged, 0 from -inf
+          m_run[i][hh] = m_new;
+          l_run[i][hh] *= alpha;
+#ifndef WRONG_NO_RESCALE                                     // wrong: the output keeps the old scale
+#pragma unroll
+          for (int n = 0; n < DT; ++n) {
+            acc[i][n][2 * hh] *= alpha;
+            acc[i][n][2 * hh + 1] *= alpha;
+          }
+#endif
+        }
+    }
+#endif
+    // P, packed to bf16 as soon as it exists, straight into the A-fragment layout of P·V: key step
+    // kk = n8 tiles 2kk (a0 row g, a1 row g+8) and 2kk + 1 (a2 row g, a3 row g+8).
     unsigned pa[MT][KC][4];
 #pragma unroll
     for (int i = 0; i < MT; ++i)
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh) {
-        float mx = -INFINITY;
-#pragma unroll
-        for (int n = 0; n < NT; ++n) mx = fmaxf(mx, fmaxf(s[i][n][2 * hh], s[i][n][2 * hh + 1]));
-        mx = quad_max(mx);
-#ifdef WRONG_NO_MAX
-        const float m_new = 0.f;                             // wrong: p = 2^(s · scale · log2 e)
-#else
-        const float m_new = fmaxf(m_run[i][hh], mx * scale_log2);
-#endif
-        const float ref = ref_point(m_new);
-        const float alpha = ex2(m_run[i][hh] - ref);         // 0 when the row had no score yet
-        m_run[i][hh] = m_new;
+        const float ref = ref_point(m_run[i][hh]);
         float rs = 0.f;
 #pragma unroll
         for (int n = 0; n < NT; ++n) {
@@ -262,14 +289,7 @@ __device__ __forceinline__ void fa2_fwd(const bf16_t* __restrict__ Q, const bf16
           pa[i][n / 2][(n % 2) * 2 + hh] = pack_bf16(p0, p1);
 #endif
         }
-        l_run[i][hh] = l_run[i][hh] * alpha + rs;            // this lane's partial row sum
-#ifndef WRONG_NO_RESCALE
-#pragma unroll
-        for (int n = 0; n < DT; ++n) {
-          acc[i][n][2 * hh] *= alpha;
-          acc[i][n][2 * hh + 1] *= alpha;
-        }
-#endif
+        l_run[i][hh] += rs;                                  // this lane's partial row sum
       }
 
     // ---- O += P V ---------------------------------------------------------------------------------

@@ -292,13 +292,27 @@ def default_splits(n_units: int, L: int, BN: int, sms: int = 132, per_sm: int = 
     return chunk
 
 
+def _buf(bufs: dict, key: str, shape, dtype, fill=float("nan")):
+    """A cached output/scratch tensor (allocated, and filled, only on first use: timed calls launch
+    nothing but the kernels)."""
+    import torch
+
+    t = bufs.get(key)
+    if t is None or tuple(t.shape) != tuple(shape):
+        t = torch.full(shape, fill, device=DEV, dtype=dtype)
+        bufs[key] = t
+    return t
+
+
 def decode_forward(q, kc, vc, seq_lens, lens: list[int], cfg: str, chunk: int | None = None,
                    block_table=None, page_size: int | None = None, scale: float | None = None,
-                   bufs: dict | None = None):
+                   bufs: dict | None = None, combine: str = "fused"):
     """O (B, Hq, D), LSE (B, Hq) of one query token per sequence over its cache.
 
     Contiguous cache: kc, vc (B, Hkv, CAP, D). Paged: kc, vc (num_pages, P, Hkv, D) with
-    block_table (B, max_pages) int32 and page_size P. `lens` is seq_lens on the host."""
+    block_table (B, max_pages) int32 and page_size P. `lens` is seq_lens on the host.
+    combine: "fused" (the last block of each (sequence, KV head) merges the splits) or "kernel"
+    (a second launch, combine_d<D>)."""
     import torch
 
     B, Hq, D = q.shape
@@ -318,25 +332,19 @@ def decode_forward(q, kc, vc, seq_lens, lens: list[int], cfg: str, chunk: int | 
         chunk = max(chunk, maxL)
     cap = block_table.shape[1] if paged else kc.shape[2]
     bufs = {} if bufs is None else bufs
-    o = bufs.get("o")
-    if o is None:
-        o = torch.full((B, Hq, D), float("nan"), device=q.device, dtype=torch.bfloat16)
-    lse = bufs.get("lse")
-    if lse is None:
-        lse = torch.full((B, Hq), float("nan"), device=q.device, dtype=torch.float32)
-    o_part = lse_part = None
+    o = _buf(bufs, "o", (B, Hq, D), torch.bfloat16)
+    lse = _buf(bufs, "lse", (B, Hq), torch.float32)
+    o_part = lse_part = counters = None
     if n_splits > 1:
-        o_part = bufs.get("o_part")
-        if o_part is None or o_part.shape != (B, Hq, n_splits, D):
-            o_part = torch.full((B, Hq, n_splits, D), float("nan"), device=q.device, dtype=torch.float32)
-            lse_part = torch.full((B, Hq, n_splits), float("nan"), device=q.device, dtype=torch.float32)
-            bufs.update(o_part=o_part, lse_part=lse_part)
-        lse_part = bufs["lse_part"]
+        o_part = _buf(bufs, "o_part", (B, Hq, n_splits, D), torch.float32)
+        lse_part = _buf(bufs, "lse_part", (B, Hq, n_splits), torch.float32)
+        if combine == "fused":
+            counters = _buf(bufs, "counters", (B * Hkv,), torch.int32, 0)   # the kernel leaves them 0
     scale = 1.0 / math.sqrt(D) if scale is None else scale
     shift = int(math.log2(page_size)) if paged else 0
     mod.launch(cfg, (n_splits, Hkv, B), (threads, 1, 1), smem, q, kc, vc, block_table, seq_lens, o_part,
-               lse_part, o, lse, Hq, Hkv, cap, shift, chunk, n_splits, scale * math.log2(math.e))
-    if n_splits > 1:
+               lse_part, o, lse, counters, Hq, Hkv, cap, shift, chunk, n_splits, scale * math.log2(math.e))
+    if n_splits > 1 and combine != "fused":
         comb = f"combine_d{D}"
         cthreads, csmem = mod.meta(comb)[:2]
         mod.launch(comb, (Hq, B, 1), (cthreads, 1, 1), csmem, o_part, lse_part, seq_lens, o, lse, Hq, chunk,
@@ -345,7 +353,7 @@ def decode_forward(q, kc, vc, seq_lens, lens: list[int], cfg: str, chunk: int | 
 
 
 def mla_forward(q, cache, seq_lens, lens: list[int], cfg: str, chunk: int | None = None,
-                scale: float | None = None, bufs: dict | None = None):
+                scale: float | None = None, bufs: dict | None = None, combine: str = "fused"):
     """O (B, Hq, 512), LSE (B, Hq) of q (B, Hq, 576) over the latent cache (B, CAP, 576)."""
     import torch
 
@@ -361,24 +369,18 @@ def mla_forward(q, cache, seq_lens, lens: list[int], cfg: str, chunk: int | None
     if n_splits == 1:
         chunk = max(chunk, maxL)
     bufs = {} if bufs is None else bufs
-    o = bufs.get("o")
-    if o is None:
-        o = torch.full((B, Hq, DV), float("nan"), device=q.device, dtype=torch.bfloat16)
-    lse = bufs.get("lse")
-    if lse is None:
-        lse = torch.full((B, Hq), float("nan"), device=q.device, dtype=torch.float32)
-    o_part = lse_part = None
+    o = _buf(bufs, "o", (B, Hq, DV), torch.bfloat16)
+    lse = _buf(bufs, "lse", (B, Hq), torch.float32)
+    o_part = lse_part = counters = None
     if n_splits > 1:
-        o_part = bufs.get("o_part")
-        if o_part is None or o_part.shape != (B, Hq, n_splits, DV):
-            o_part = torch.full((B, Hq, n_splits, DV), float("nan"), device=q.device, dtype=torch.float32)
-            lse_part = torch.full((B, Hq, n_splits), float("nan"), device=q.device, dtype=torch.float32)
-            bufs.update(o_part=o_part, lse_part=lse_part)
-        lse_part = bufs["lse_part"]
+        o_part = _buf(bufs, "o_part", (B, Hq, n_splits, DV), torch.float32)
+        lse_part = _buf(bufs, "lse_part", (B, Hq, n_splits), torch.float32)
+        if combine == "fused":
+            counters = _buf(bufs, "counters", (B * HG,), torch.int32, 0)
     scale = 1.0 / math.sqrt(192) if scale is None else scale
-    mod.launch(cfg, (HG, n_splits, B), (threads, 1, 1), smem, q, cache, seq_lens, o_part, lse_part, o, lse, Hq,
-               cache.shape[1], chunk, n_splits, scale * math.log2(math.e))
-    if n_splits > 1:
+    mod.launch(cfg, (HG, n_splits, B), (threads, 1, 1), smem, q, cache, seq_lens, o_part, lse_part, o, lse,
+               counters, Hq, cache.shape[1], chunk, n_splits, scale * math.log2(math.e))
+    if n_splits > 1 and combine != "fused":
         dm = module("decode")                                  # the combine kernel lives in decode.cu
         cthreads, csmem = dm.meta("combine_d512")[:2]
         dm.launch("combine_d512", (Hq, B, 1), (cthreads, 1, 1), csmem, o_part, lse_part, seq_lens, o, lse, Hq,
@@ -476,7 +478,7 @@ FA2_CFGS = {128: ["fa2_d128_a", "fa2_d128_b", "fa2_d128_c", "fa2_d128_d", "fa2_d
 DEC_CFGS = {(128, False): ["dec_d128_a", "dec_d128_b", "dec_d128_c"], (64, False): ["dec_d64_a"],
             (128, True): ["pdec_d128_a", "pdec_d128_b", "pdec_d128_c"], (64, True): ["pdec_d64_a"]}
 DEC_M2 = "dec_d128_m2"
-MLA_CFGS = {16: ["mla_h16_a", "mla_h16_b", "mla_h16_c"], 32: ["mla_h32_a"], 64: ["mla_h64_a"]}
+MLA_CFGS = {16: ["mla_h16_a", "mla_h16_b", "mla_h16_c"], 32: ["mla_h32_a", "mla_h32_b"]}
 
 
 def _gen():
@@ -495,6 +497,8 @@ def randn(shape, gen, scale=1.0, shift=0.0):
 
 def fa2_tests(all_cfgs: bool):
     """(name, thunk) pairs; each thunk returns (ok, reason)."""
+    import torch
+
     tests = []
     for D in (64, 128):
         cfgs = FA2_CFGS[D] if all_cfgs else FA2_CFGS[D][:1]
@@ -510,6 +514,13 @@ def fa2_tests(all_cfgs: bool):
                         k = randint((B, Hkv, Sk, D), gen)
                         v = randn((B, Hkv, Sk, D), gen)
                         scale = 10.0
+                    elif kind == "growing":
+                        # key norms grow along the sequence: every row's max keeps rising, far past
+                        # the lazy-rescale threshold, so the running output must be rescaled often
+                        q = randn((B, Hq, Sq, D), gen)
+                        ramp = torch.linspace(0.5, 6.0, Sk, device=DEV)[None, None, :, None]
+                        k = (torch.randn((B, Hkv, Sk, D), device=DEV, generator=gen) * ramp).to(torch.bfloat16)
+                        v = randn((B, Hkv, Sk, D), gen)
                     elif kind == "large-v":
                         # near-uniform attention over values ~200: the unnormalized P·V sum is ~2e5
                         q = randn((B, Hq, Sq, D), gen, 0.05)
@@ -540,6 +551,8 @@ def fa2_tests(all_cfgs: bool):
             tests.append((f"fa2/{cfg}/gqa/full/Sq200-Sk333", case(B=1, Hq=8, Hkv=2, Sq=200, Sk=333)))
             tests.append((f"fa2/{cfg}/large-logits/full/S1000", case(Sq=1000, Sk=1000, kind="large-logits")))
             tests.append((f"fa2/{cfg}/large-logits/causal/S1031", case(Sq=1031, Sk=1031, causal=True, kind="large-logits")))
+            tests.append((f"fa2/{cfg}/growing/full/S1031", case(Sq=1031, Sk=1031, kind="growing")))
+            tests.append((f"fa2/{cfg}/growing/causal/S1031", case(Sq=1031, Sk=1031, causal=True, kind="growing")))
             tests.append((f"fa2/{cfg}/large-v/full/S1031", case(Sq=1031, Sk=1031, kind="large-v")))
             tests.append((f"fa2/{cfg}/large-v/causal/S1000", case(Sq=1000, Sk=1000, causal=True, kind="large-v")))
     return tests
@@ -603,7 +616,7 @@ def decode_tests(all_cfgs: bool):
 
     tests = []
 
-    def case(cfg, D, Hq, Hkv, lens, chunk=None, paged=None, shuffle=True):
+    def case(cfg, D, Hq, Hkv, lens, chunk=None, paged=None, shuffle=True, combine="fused"):
         def run():
             gen = _gen()
             B = len(lens)
@@ -613,9 +626,9 @@ def decode_tests(all_cfgs: bool):
             scale = 1.0 / math.sqrt(D)
             if paged:
                 KP, VP, table = page_cache(K, V, lens, paged, gen, shuffle)
-                o, lse, ns = decode_forward(q, KP, VP, sl, lens, cfg, chunk, table, paged, scale)
+                o, lse, ns = decode_forward(q, KP, VP, sl, lens, cfg, chunk, table, paged, scale, combine=combine)
             else:
-                o, lse, ns = decode_forward(q, K, V, sl, lens, cfg, chunk, scale=scale)
+                o, lse, ns = decode_forward(q, K, V, sl, lens, cfg, chunk, scale=scale, combine=combine)
             ro, rl = ref_decode(q, K.nan_to_num(0.0), V.nan_to_num(0.0), lens, scale)
             vmax = max([float(V[b, :, :L].float().abs().max()) for b, L in enumerate(lens) if L] + [1.0])
             ok, why = compare(o, ro, lse, rl, vmax=vmax)
@@ -635,8 +648,12 @@ def decode_tests(all_cfgs: bool):
                     for chunk, cname in ((64, "split64"), (256, "split256"), (None, "auto"), (4096, "nosplit")):
                         tests.append((f"dec/{cfg}/{kind}/Hq{Hq}-Hkv{Hkv}/{cname}/ragged",
                                       case(cfg, D, Hq, Hkv, lens_ragged, chunk, paged)))
+                tests.append((f"dec/{cfg}/{kind}/Hq8-Hkv2/split64-kernel/ragged",
+                              case(cfg, D, 8, 2, lens_ragged, 64, paged, combine="kernel")))
                 tests.append((f"dec/{cfg}/{kind}/Hq8-Hkv2/split256/empty-seq",
                               case(cfg, D, 8, 2, [0, 300, 1, 0], 256, paged)))
+                tests.append((f"dec/{cfg}/{kind}/Hq8-Hkv2/split256-kernel/empty-seq",
+                              case(cfg, D, 8, 2, [0, 300, 1, 0], 256, paged, combine="kernel")))
                 tests.append((f"dec/{cfg}/{kind}/Hq8-Hkv2/nosplit/empty-seq",
                               case(cfg, D, 8, 2, [0, 300, 1, 0], 4096, paged)))
                 if paged:
@@ -652,7 +669,7 @@ def mla_tests(all_cfgs: bool):
 
     tests = []
 
-    def case(cfg, Hq, lens, chunk=None):
+    def case(cfg, Hq, lens, chunk=None, combine="fused"):
         def run():
             gen = _gen()
             B = len(lens)
@@ -663,7 +680,7 @@ def mla_tests(all_cfgs: bool):
                 cache[b, :L] = randn((L, 576), gen)
             sl = torch.tensor(lens, dtype=torch.int32, device=DEV)
             scale = 1.0 / math.sqrt(192)
-            o, lse, ns = mla_forward(q, cache, sl, lens, cfg, chunk, scale)
+            o, lse, ns = mla_forward(q, cache, sl, lens, cfg, chunk, scale, combine=combine)
             ro, rl = ref_mla(q, cache.nan_to_num(0.0), lens, scale)
             vmax = max([float(cache[b, :L, :512].float().abs().max()) for b, L in enumerate(lens) if L] + [1.0])
             ok, why = compare(o, ro, lse, rl, vmax=vmax)
@@ -673,10 +690,12 @@ def mla_tests(all_cfgs: bool):
     for hb, cfgs in MLA_CFGS.items():
         cfgs = cfgs if all_cfgs else cfgs[:1]
         for cfg in cfgs:
-            for Hq in sorted({hb, 2 * hb, 128} if hb < 64 else {64, 128}):
+            for Hq in sorted({hb, 2 * hb, 128} | ({24} if hb == 16 else set())):
                 for chunk, cname in ((64, "split64"), (None, "auto"), (4096, "nosplit")):
                     tests.append((f"mla/{cfg}/Hq{Hq}/{cname}/ragged", case(cfg, Hq, [1, 1031, 300], chunk)))
+            tests.append((f"mla/{cfg}/Hq{hb}/split64-kernel/ragged", case(cfg, hb, [1, 1031, 300], 64, "kernel")))
             tests.append((f"mla/{cfg}/Hq{hb}/split64/empty-seq", case(cfg, hb, [0, 200, 0], 64)))
+            tests.append((f"mla/{cfg}/Hq{hb}/nosplit/empty-seq", case(cfg, hb, [0, 200, 0], 4096)))
     return tests
 
 
@@ -896,18 +915,19 @@ def bench(log=print) -> dict:
     nbytes = kv_bytes + io_bytes
     grp = f"decode B{B} L{L} Hq{Hq}/Hkv{Hkv} d{D}"
     ro, rl = ref_decode(q, K, V, lens, 1 / math.sqrt(D))
-    for cfg in DEC_CFGS[(128, False)]:
-        for chunk in (None, 512, 1024, 2048):
-            try:
-                bufs = {}
-                o, lse, ns = decode_forward(q, K, V, sl, lens, cfg, chunk, bufs=bufs)
-                sync()
-                ok, why = compare(o, ro, lse, rl, vmax=float(V.float().abs().max()))
-                t = T(lambda: decode_forward(q, K, V, sl, lens, cfg, chunk, bufs=bufs))
-                add(grp, f"{cfg} chunk={chunk or 'auto'} ({ns} splits)", t, nbytes=nbytes,
-                    note="" if ok else f"CHECK FAILED: {why}")
-            except Exception as e:
-                log(f"{grp} {cfg} {chunk}: error {e!r}")
+    runs = [(cfg, chunk, "fused") for cfg in DEC_CFGS[(128, False)] for chunk in (None, 1024, 2048)]
+    runs += [(DEC_CFGS[(128, False)][0], chunk, "kernel") for chunk in (None, 1024)]
+    for cfg, chunk, comb in runs:
+        try:
+            bufs = {}
+            o, lse, ns = decode_forward(q, K, V, sl, lens, cfg, chunk, bufs=bufs, combine=comb)
+            sync()
+            ok, why = compare(o, ro, lse, rl, vmax=float(V.float().abs().max()))
+            t = T(lambda: decode_forward(q, K, V, sl, lens, cfg, chunk, bufs=bufs, combine=comb))
+            add(grp, f"{cfg} chunk={chunk or 'auto'} ({ns} splits, {comb} combine)", t, nbytes=nbytes,
+                note="" if ok else f"CHECK FAILED: {why}")
+        except Exception as e:
+            log(f"{grp} {cfg} {chunk}: error {e!r}")
     q4, K4, V4 = q[:, :, None, :], K, V
     for bname, be in backends + [("sdpa-math", SDPBackend.MATH)]:
         try:
@@ -942,7 +962,7 @@ def bench(log=print) -> dict:
                     sync()
                     ok, why = compare(o, ro, lse, rl, vmax=float(V.float().abs().max()))
                     t = T(lambda: decode_forward(q, KP, VP, sl, lens, cfg, chunk, table, P, bufs=bufs))
-                    add(pg, f"{cfg} chunk={chunk or 'auto'} ({ns} splits)", t, nbytes=nbytes,
+                    add(pg, f"{cfg} chunk={chunk or 'auto'} ({ns} splits, fused combine)", t, nbytes=nbytes,
                         note="" if ok else f"CHECK FAILED: {why}")
                 except Exception as e:
                     log(f"{pg} {cfg} {chunk}: error {e!r}")
@@ -962,19 +982,20 @@ def bench(log=print) -> dict:
         flops = 2 * B * Hq * L * (576 + 512)
         grp = f"mla B{B} L{L} Hq{Hq}"
         ro, rl = ref_mla(q, cache, lens, 1 / math.sqrt(192))
-        cfgs = [c for hb, cs in MLA_CFGS.items() if hb <= Hq for c in cs]
-        for cfg in cfgs:
-            for chunk in (None, 1024, 2048):
-                try:
-                    bufs = {}
-                    o, lse, ns = mla_forward(q, cache, sl, lens, cfg, chunk, bufs=bufs)
-                    sync()
-                    ok, why = compare(o, ro, lse, rl, vmax=float(cache[..., :512].float().abs().max()))
-                    t = T(lambda: mla_forward(q, cache, sl, lens, cfg, chunk, bufs=bufs))
-                    add(grp, f"{cfg} chunk={chunk or 'auto'} ({ns} splits)", t, flops=flops, nbytes=nbytes,
-                        note="" if ok else f"CHECK FAILED: {why}")
-                except Exception as e:
-                    log(f"{grp} {cfg} {chunk}: error {e!r}")
+        runs = [(cfg, chunk, "fused") for hb, cs in MLA_CFGS.items() if hb <= Hq for cfg in cs
+                for chunk in (None, 512, 1024, 2048)]
+        runs += [(MLA_CFGS[16][0], None, "kernel")]
+        for cfg, chunk, comb in runs:
+            try:
+                bufs = {}
+                o, lse, ns = mla_forward(q, cache, sl, lens, cfg, chunk, bufs=bufs, combine=comb)
+                sync()
+                ok, why = compare(o, ro, lse, rl, vmax=float(cache[..., :512].float().abs().max()))
+                t = T(lambda: mla_forward(q, cache, sl, lens, cfg, chunk, bufs=bufs, combine=comb))
+                add(grp, f"{cfg} chunk={chunk or 'auto'} ({ns} splits, {comb} combine)", t, flops=flops,
+                    nbytes=nbytes, note="" if ok else f"CHECK FAILED: {why}")
+            except Exception as e:
+                log(f"{grp} {cfg} {chunk}: error {e!r}")
     copies.append(copy_bw("end"))
     res["copy_gbs"] = max(c["gbs"] for c in copies)
     return res
@@ -1008,7 +1029,7 @@ def profile():
     sl = torch.tensor([L] * B, dtype=torch.int32, device="cuda")
     for Hq in (16, 128):
         q = torch.randn(B, Hq, 576, device="cuda", generator=gen).to(torch.bfloat16)
-        mla_forward(q, cache, sl, [L] * B, MLA_CFGS[16][0] if Hq == 16 else MLA_CFGS[64][0])
+        mla_forward(q, cache, sl, [L] * B, MLA_CFGS[16][0] if Hq == 16 else MLA_CFGS[32][0])
     torch.cuda.synchronize()
     print("profile: done")
 
