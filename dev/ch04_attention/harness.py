@@ -73,7 +73,7 @@ def all_sources() -> dict[str, Path]:
 def _digest(src: Path) -> str:
     h = hashlib.sha256()
     h.update(" ".join(NVCC_FLAGS).encode())
-    for p in [src, HERE / "attn.cuh", *(d / "course.cuh" for d in include_dirs() if (d / "course.cuh").exists())]:
+    for p in [src, *sorted(HERE.glob("*.cuh")), *(d / "course.cuh" for d in include_dirs() if (d / "course.cuh").exists())]:
         h.update(p.read_bytes())
     for m in re.findall(r'#include "([^"]+)"', src.read_text()):       # wrong/*.cu include a kernel file
         p = (src.parent / m).resolve()
