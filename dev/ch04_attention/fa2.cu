@@ -101,16 +101,14 @@ __device__ __forceinline__ void fa2_fwd(const bf16_t* __restrict__ Q, const bf16
   };
   // A whole tile (the usual case) is copied with no row test: one pointer per thread, the rows of
   // the later passes at constant offsets. Only the ragged last tile goes through load_rows' tests.
-  const bf16_t* gK = Kh + (size_t)ld_r * D + ld_c * 8;
-  const bf16_t* gV = Vh + (size_t)ld_r * D + ld_c * 8;
   auto load_kv = [&](unsigned stage, int j) {
     if ((j + 1) * BC <= Sk) {
-      const size_t off = (size_t)j * BC * D;
+      const int off = (j * BC + ld_r) * D + ld_c * 8;       // < 2^31: one head's K is < 2^31 elements
 #pragma unroll
       for (int i = 0; i < BC / C::ROWS_PER_PASS; ++i) {
-        cp_async_16(stage + ld_soff + i * C::ROWS_PER_PASS * D * 2, gK + off + i * C::ROWS_PER_PASS * D);
+        cp_async_16(stage + ld_soff + i * C::ROWS_PER_PASS * D * 2, Kh + off + i * C::ROWS_PER_PASS * D);
         cp_async_16(stage + C::KV_BYTES + ld_soff + i * C::ROWS_PER_PASS * D * 2,
-                    gV + off + i * C::ROWS_PER_PASS * D);
+                    Vh + off + i * C::ROWS_PER_PASS * D);
       }
     } else {
       load_rows(stage, Kh, j * BC, BC, Sk);
@@ -151,9 +149,8 @@ __device__ __forceinline__ void fa2_fwd(const bf16_t* __restrict__ Q, const bf16
     for (int hh = 0; hh < 2; ++hh) m_run[i][hh] = -INFINITY, l_run[i][hh] = 0.f;
 
   unsigned qf[C::QREG ? MT : 1][C::QREG ? KD : 1][4];        // Q fragments when kept in registers
-  unsigned rd = sbase + C::Q_BYTES;                          // stage of tile j
-  unsigned wr = sbase + C::Q_BYTES + (STAGES - 1) * C::STAGE_BYTES;   // stage refilled with j + STAGES - 1
-  const unsigned send = sbase + C::Q_BYTES + STAGES * C::STAGE_BYTES;
+  // Tile j lives in stage j % STAGES (byte offset from sbase below); computed from j, no registers kept.
+  auto stage_of = [&](int jj) -> unsigned { return C::Q_BYTES + (unsigned)(jj % STAGES) * C::STAGE_BYTES; };
 
   // One key tile: S = Q Kᵀ, (mask), online softmax, O += P V. MASK is a compile-time flag, so the
   // tiles that need no mask (all but at most BR / BC + 1 of them) run with no mask code at all.
@@ -161,9 +158,9 @@ __device__ __forceinline__ void fa2_fwd(const bf16_t* __restrict__ Q, const bf16
     constexpr bool MASK = decltype(mask_tag)::value;
     course::cp_async_wait<STAGES - 2>();                     // tile j (and Q) landed for this thread,
     __syncthreads();                                         // for all; all are done with tile j - 1
-    if (j + STAGES - 1 < n_tiles) load_kv(wr, j + STAGES - 1);
+    if (j + STAGES - 1 < n_tiles) load_kv(sbase + stage_of(j + STAGES - 1), j + STAGES - 1);
     course::cp_async_commit();                               // always: the group count stays in step
-    wr = (wr + C::STAGE_BYTES == send) ? sbase + C::Q_BYTES : wr + C::STAGE_BYTES;
+    const unsigned rd = sbase + stage_of(j);
 
     if constexpr (C::QREG) {
       if (j == 0) {
@@ -342,7 +339,6 @@ __device__ __forceinline__ void fa2_fwd(const bf16_t* __restrict__ Q, const bf16
         acc[i][n][3] = f16_hi(acc16[i][n][1]);
       }
 #endif
-    rd = (rd + C::STAGE_BYTES == send) ? sbase + C::Q_BYTES : rd + C::STAGE_BYTES;
   };
   int j = 0;
   for (; j < min(n_nomask, n_tiles); ++j) tile(j, Flag<false>{});
