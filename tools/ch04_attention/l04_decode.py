@@ -180,7 +180,7 @@ versions = {"v1 one block per (sequence, KV head), no split": launch_v1,
             "v3 split-KV, the last block merges": launch_decode}
 extra = []
 if not grader.SIMULATOR:
-    ours = grader.measure(launch_decode, P.decode, "v3")
+    versions["v3 split-KV, the last block merges"] = ours = grader.measure(launch_decode, P.decode, "v3 split-KV, the last block merges")
     best = grader.measure(launch_decode, P.decode, "v3 vs SDPA's best backend", peer=P.decode_sdpa_best)
     repeated = grader.measure(launch_decode, P.decode, "v3 vs the GQA-unaware path", peer=P.decode_sdpa_repeated)
     paged16 = grader.measure(launch_paged, P.decode_paged, "paged, pages of 16")
