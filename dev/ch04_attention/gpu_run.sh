@@ -20,4 +20,4 @@ GRADER_TEST_GPU=1 timeout "${TEST_S:-90}" python3 -m pytest -q -s -m gpu -p no:c
   tests/test_ch04_attention.py > "$W/gputests.log" 2>&1
 echo "gpu tests rc=$?"
 tar czf "$OUT/ch04_run.tgz" -C "$W" .
-grep -E "caught|passed|failed|FAILED|Error" "$W/gputests.log" | tail -30
+tail -30 "$W/gputests.log"
