@@ -177,11 +177,11 @@ against torch's SDPA with the flash backend (FlashAttention-2) on the same tenso
 non-causal and causal. **Full points at 50% of SDPA flash**, nothing at 5%. The course's goal for its
 reference: ≥ 100% non-causal and ≥ 95% causal.
 
-**Measured on an H100** (2026-11-24, `dev/ch04_attention/harness.py`, the same kernel code, L2
-flushed before every run, SDPA in the same process): v3 387 TFLOP/s = **1.07× SDPA flash** (360)
-non-causal, 350 = **1.14×** (308) causal; v2 364 / 326, v1 340 / 327; SDPA cuDNN 621 / 574 (our v3
-at 0.62×: cuDNN uses Hopper's `wgmma`, chapter 05); d = 64: 345 = 1.15× flash. Through this notebook:
-`results/scoreboard.json`.
+**Measured on an H100** (2026-11-24, this notebook through the grader, SDPA on the same tensors in
+the same run): v3 381 TFLOP/s = **105% of SDPA flash** (363) non-causal, 353 = **106%** (332)
+causal — the course's goals met. The ladder: v1 95% / 100% (non-causal / causal), v2 99.5% / 100.5%,
+v3 106% / 106%; SDPA cuDNN 691 / 606 TFLOP/s, v3 at 0.56× / 0.58× of it (cuDNN uses Hopper's
+`wgmma`, chapter 05). The experiments behind the tiles (`dev/ch04_attention/`): d = 64 at 1.15× flash.
 """),
         tests(r"""
 grader.speed(launch_fa2, P.fa2, points=3)

@@ -122,13 +122,12 @@ B = 64, L = 8192, 16 heads (DeepSeek-V3's 128 heads over 8 GPUs of tensor parall
 of as many bytes (606 MB) in the same run. **Full points at 50% of copy**, nothing at 5%. The course's
 goal for its reference: ≥ 80% of copy.
 
-**Measured on an H100** (2026-11-24, `dev/ch04_attention/harness.py`, this kernel): B = 64, 16 heads,
-H16 with 2 chunks: 219 µs = 2765 GB/s = **92.1% of copy** (met). At B = 16 (151 MB) the same kernel
-reaches 69.5% (79.7% with a flush that leaves the L2 clean): one 4-warp block of 162 KB per SM keeps
-too few tiles in flight for a kernel of 70 µs — **the goal is missed at that batch**. More heads:
-32 heads 65%, 64 heads 47% (H32, 166 TFLOP/s), 128 heads 26% of copy but 182 TFLOP/s — bound by
-mma.sync's work per byte, where `wgmma` (chapter 05) is the way on. Through this notebook:
-`results/scoreboard.json`.
+**Measured on an H100** (2026-11-24, this notebook through the grader, copies of the same bytes in
+the same run): B = 64, 16 heads, H16 with 2 chunks: 217 µs = 2791 GB/s = **95.4% of copy** (2926
+GB/s): the goal is met. At B = 16 (151 MB) the same kernel reaches 78.5% of a copy of that size
+(72 µs): one 4-warp block of 162 KB per SM keeps too few tiles in flight for so short a kernel —
+just under the goal at that batch. At 128 heads (H32): 30% of copy, but 191 TFLOP/s — bound by
+mma.sync's work per byte, where `wgmma` (chapter 05) is the way on.
 """),
         tests(r"""
 grader.speed(launch_mla, P.mla, points=3)
