@@ -6,7 +6,7 @@ and each of their mistakes (tests/wrong/ch04_attention.py) is caught by the grad
 stand-ins of the C++ mistakes (fp16 P·V, GQA head, LSE-less merge, ignored page table, reads past
 the end) are caught by the problems' inputs. The C++ lessons compile here: each rubric passes for the
 reference and fails for the released stub and for a variant without ldmatrix and cp.async; every C++
-mistake applies to its cell and compiles. Marked ``gpu``: the C++ references pass and each C++
+mistake applies to its cell and compiles; the cells build for sm_80 too. Marked ``gpu``: the C++ references pass and each C++
 mistake is caught, on a GPU.
 """
 from __future__ import annotations
@@ -246,6 +246,20 @@ def test_rubric_passes_for_the_reference_and_fails_for_the_stub_and_plain_copies
         _rubric(notebook, _compile(stub))
     with pytest.raises(RubricFailed, match="LDSM|LDGSTS"):
         _rubric(notebook, _compile(W.without_ldmatrix_and_cp_async(reference)))
+
+
+@pytest.mark.parametrize("notebook", sorted(CPP))
+def test_cells_compile_for_ampere_too(notebook):
+    """The problems need compute capability 8.0 (arch="sm_80"): the cells build for it, no spills."""
+    from grader.cuda import compile_cuda
+    from grader.cuda.magic import parse_magic_line
+
+    first, _, body = cell_source(solution(CH, notebook), CPP[notebook][0]).partition("\n")
+    args = parse_magic_line(first[len("%%cuda"):])
+    module = compile_cuda(body, name=args["name"] + "_sm80", arch="sm_80", kernels=args["kernels"])
+    for k in module.kernel_names:
+        r = module[k].resources
+        assert r and r["spill_stores"] == 0 and r["spill_loads"] == 0, (k, r)
 
 
 @pytest.mark.parametrize("notebook", sorted(CPP))
