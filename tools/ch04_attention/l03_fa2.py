@@ -85,18 +85,18 @@ for s, (label, fill) in enumerate([("tile j\n(read by all warps)", 0.35), ("tile
     ax.text(x + 1.15, 62, "K (32 × d)\nV (32 × d)", ha="center", fontsize=7.5)
     ax.text(x + 1.15, 49, label, ha="center", fontsize=7)
 ax.text(8.9, 90, "shared memory: a ring of 3 K/V stages", ha="center", fontsize=8)
-for t in range(10):                                            # K, V of the head in global memory
+for t in range(9):                                             # K, V of the head in global memory
     ax.add_patch(Rectangle((4 + 0.95 * t, 5), 0.85, 18, color="0.5", alpha=0.5 if t < 3 else 0.2))
     ax.text(4.42 + 0.95 * t, 14, f"{t}", ha="center", fontsize=7)
-ax.text(8.7, 26, "K, V of the head in global memory: tiles of 32 keys", ha="center", fontsize=8)
+ax.text(13.6, 14, "K, V of the head\nin global memory:\ntiles of 32 keys", ha="center", va="center", fontsize=8)
 for s in range(3):
     ax.add_patch(FancyArrowPatch((4.42 + 0.95 * s, 23), (6.15 + 2.6 * s, 44), arrowstyle="->", mutation_scale=9, lw=0.8))
 for w in range(4):
     ax.add_patch(FancyArrowPatch((5, 60), (3.25, 78 - 17 * w), arrowstyle="->", mutation_scale=9, lw=0.8,
                                  color=colors[w]))
-ax.text(3.9, 93, "after the barrier of tile j: every warp reads stage j % 3 (ldmatrix K, ldmatrix.trans V)\n"
+ax.text(-0.2, -3, "after the barrier of tile j: every warp reads stage j % 3 (ldmatrix K, ldmatrix.trans V), "
         "and one cp.async group refills stage (j + 2) % 3 with tile j + 2", fontsize=7.5, va="top")
-ax.set_xlim(-0.3, 14.2); ax.set_ylim(0, 100); ax.axis("off")
+ax.set_xlim(-0.3, 14.2); ax.set_ylim(-10, 100); ax.axis("off")
 ax.set_title("FA2 on tensor cores: split-Q over warps, K/V tiles shared through shared memory", fontsize=10)
 fig
 """, "picture"),

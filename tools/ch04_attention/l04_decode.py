@@ -66,15 +66,26 @@ of the ridge, GQA-packed decode G times further right than the repeated path, ML
 still, and prefill (lesson 03) far past the ridge.
 """),
         code(r"""
+from grader.plot import subplots
+
 peaks = grader.device.info().published or grader.device.published_peaks("H100 SXM")
-bw, peak = peaks["mem_GBps"], peaks["bf16"] * 2 / 3          # mma.sync: about 2/3 of the tensor peak
-cases = [("decode, K/V repeated to 32 heads", 1.0), ("decode MHA (G = 1)", 1.0),
-         ("decode GQA 32/8, packed", 4.0), ("decode MQA 32/1, packed", 32.0),
-         ("MLA decode, 16 heads", 2 * 16 * 1088 / 1152), ("MLA decode, 128 heads", 2 * 128 * 1088 / 1152),
-         ("prefill (04.03), S = 4096", 2048.0)]
-grader.plot.roofline([(f"{label}: {i:.0f} FLOP/B", i, min(i * bw, peak * 1e3)) for label, i in cases],
-                     mem_GBps=bw, peak_TFLOPs=peak,
-                     title=f"attention on the roofline ({peaks['model']}, mma.sync ≈ 2/3 of the bf16 peak)")
+bw, peak = peaks["mem_GBps"], peaks["bf16"] * 2 / 3 * 1e3     # GB/s; GFLOP/s of mma.sync (≈ 2/3 of the bf16 peak)
+cases = [("decode, K/V repeated to 32 heads (GQA-unaware)", 1.0), ("decode MHA (G = 1)", 1.0),
+         ("decode GQA 32/8, heads packed", 4.0), ("decode MQA 32/1, heads packed", 32.0),
+         ("MLA decode, 16 heads (lesson 05)", 2 * 16 * 1088 / 1152), ("MLA decode, 128 heads", 2 * 128 * 1088 / 1152),
+         ("prefill, S = 4096 (lesson 03)", 2048.0)]
+fig, ax = subplots(figsize=(8, 4.2))
+xs = np.logspace(-0.5, 3.7, 200)
+ax.loglog(xs, np.minimum(xs * bw, peak), "k-", lw=1.5)
+ax.axvline(peak / bw, color="0.6", ls=":", lw=1)
+ax.text(peak / bw * 1.1, peak * 0.45, f"ridge ≈ {peak / bw:.0f} FLOP/B", fontsize=8, color="0.35")
+for (label, i), marker in zip(cases, "ovs^Dd*"):
+    ax.plot([i], [min(i * bw, peak)], marker, ms=8, label=f"{label}: {i:.0f} FLOP/B")
+ax.set_xlabel("FLOP per byte of K/V (or Q, K, V, O) read"); ax.set_ylabel("attainable GFLOP/s")
+ax.set_title(f"attention on the roofline of an {peaks['model']} (napkin, not measured)", fontsize=10)
+ax.legend(fontsize=7, loc="lower right"); ax.grid(True, which="both", alpha=0.2)
+fig.tight_layout()
+fig
 """, "roofline"),
         md(r"""
 ## The kernel
