@@ -28,7 +28,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import arrays, launches
+from . import arrays, launches, memory
 from .compare import compare, describe_size, guard_violation
 from .cuda.toolchain import compute_capability
 from .errors import CheckFailed, KernelTimeout, LibraryCall
@@ -114,6 +114,7 @@ class Observation:
     launched: bool = False
     returned: bool = False                        # the launch function returned a value
     error: str | None = None                      # its exception, explained
+    scratch_bytes: int | None = None              # device memory it allocated (grader.memory)
 
 
 def run_case(launch: Callable, problem: Problem, size, inputs: dict) -> Observation:
@@ -141,13 +142,14 @@ def run_case(launch: Callable, problem: Problem, size, inputs: dict) -> Observat
     before = launches.launch_count()
     obs = Observation()
     try:
-        with warnings.catch_warnings(), guarded:
+        with warnings.catch_warnings(), guarded, memory.track() as used:
             warnings.simplefilter("ignore")       # performance advice must not reach stderr
             returned = launch(*dev_in.values(), *dev_out.values())
             wait_for_gpu(getattr(launch, "__name__", "the launch function"))
     except Exception as exc:                      # the learner's code failed: say how, in one place
         obs.error = explain(exc)
         return obs
+    obs.scratch_bytes = used.bytes
     obs.launched = launches.launch_count() > before
     obs.returned = returned is not None
     for k, (shape, dtype) in out_spec.items():
@@ -183,6 +185,8 @@ def verdict(problem: Problem, size, inputs: dict, obs: Observation, want: dict |
         failures += compare(k, flat[:n].reshape(shape), np.asarray(want[k]), rtol, atol, dtype=dtype)
     failures += [f"input `{k}` was modified: kernels here must only write their outputs."
                  for k in obs.inputs_changed]
+    if problem.max_scratch_bytes is not None and obs.scratch_bytes is not None:
+        failures += memory.over_bound(obs.scratch_bytes, problem.max_scratch_bytes(size))
     if not failures and not obs.launched:        # right, but not computed by a kernel of the learner's
         failures.append("no kernel was launched: the launch function must launch your kernel "
                         "(kernel[blocks, threads](...)). An answer computed on the host (NumPy, torch, "

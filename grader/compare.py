@@ -13,6 +13,8 @@ SHOW_MISMATCHES = 5
 
 
 def describe_size(size) -> str:
+    if callable(getattr(size, "describe", None)):     # a size that names its own fields
+        return size.describe()
     if isinstance(size, tuple):
         return "shape=" + "×".join(str(s) for s in size)
     return f"n={size}"

@@ -65,6 +65,9 @@ class Problem:
     simulator: bool = True           # can Numba's simulator run it (False: compiled CUDA C++)
     arch: str | None = None          # the GPU it needs ("sm_80", "sm_90a", "sm_100a"); None: any
     arrays: str = "numba"            # what the launch function receives: "numba" or "torch" device arrays
+    # the most device memory the launch function may allocate beside its inputs and outputs, at a
+    # size (bytes; grader.memory measures it); None: not bounded
+    max_scratch_bytes: Callable[[Any], int] | None = None
 
     def __post_init__(self):
         for f in ("sizes", "sim_sizes", "hidden_sizes", "hidden_sim_sizes"):

@@ -59,9 +59,11 @@ def _observation(head: dict, got: dict, problem: Problem, size, inputs: dict) ->
             raise CheckFailed(f"`{k}` came back as {a.dtype}, not {want}")
         outs[k] = a.reshape(-1).view(want)
     changed = head.get("inputs_changed", [])
+    scratch = head.get("scratch_bytes")          # counted in the learner's process: forgeable, like its timing (docs/GRADING.md)
     return Observation(outputs=outs, launched=bool(head.get("launched")), returned=bool(head.get("returned")),
                        error=str(head["error"])[:3000] if head.get("error") else None,
-                       inputs_changed=[str(c) for c in changed][:20] if isinstance(changed, list) else [])
+                       inputs_changed=[str(c) for c in changed][:20] if isinstance(changed, list) else [],
+                       scratch_bytes=scratch if isinstance(scratch, int) and not isinstance(scratch, bool) else None)
 
 
 class Judged:
