@@ -1,23 +1,17 @@
 #!/bin/bash
-# One device call for chapter 04 (run from the repo root of the copy that travelled, after
-# .carry/dev_env.sh): the solution notebooks autograded on the GPU (gpu_run.py), then the
-# gpu-marked tests (every C++ mistake caught, the C++ references right). Each step under a
-# timeout; logs and the autograded notebooks come back as $OUT/ch04_run.tgz, the merged
-# scoreboard as $OUT/scoreboard.json.
+# One device call for chapter 04 (from the repo root of the copy that travelled, with .whl and
+# .carry): the solution notebooks graded through the judge on the GPU, each speed cell also timed
+# inside the executed notebook (dev/integrity/judge_gpu.sh: `python -m grader scoreboard
+# 04_attention --in-notebook`), then the gpu-marked tests (the C++ references right, every C++
+# mistake caught). The scoreboard comes back as $OUT/scoreboard.json, the logs as $OUT/*.log.
 export PYTHONUNBUFFERED=1
-W=$OUT/work
-mkdir -p "$W"
+mkdir -p "$OUT"
+cp results/scoreboard.json "$OUT/"                    # chapter 04 is merged into the repo's scoreboard
 { nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
-  python3 -c "import torch, numba, numpy, cuda.core; print('torch', torch.__version__, 'numba', numba.__version__, 'numpy', numpy.__version__, 'cuda.core', cuda.core.__version__)"
-  date -u; } > "$W/env.txt" 2>&1
-cat "$W/env.txt"
-timeout "${NB_S:-320}" python3 dev/ch04_attention/gpu_run.py "$W" > "$W/notebooks.log" 2>&1
-echo "notebooks rc=$?"
-cp "$W/scoreboard.json" "$OUT/" 2>/dev/null
-tar czf "$OUT/ch04_run.tgz" -C "$W" .                 # what the notebooks left, before the tests
-grep -E "^\[|^  (test|speed)|^04_attention|^kernel|bf16|fp32|nbgrader points|lost:" "$W/notebooks.log" | tail -60
-GRADER_TEST_GPU=1 timeout "${TEST_S:-90}" python3 -m pytest -q -s -m gpu -p no:cacheprovider \
-  tests/test_ch04_attention.py > "$W/gputests.log" 2>&1
+  date -u; } > "$OUT/env.txt" 2>&1
+timeout "${NB_S:-360}" bash dev/integrity/judge_gpu.sh "$OUT" 04_attention 2>&1 | tee "$OUT/notebooks.log" | tail -40
+source .carry/dev_env.sh
+GRADER_TEST_GPU=1 timeout "${TEST_S:-120}" python3 -m pytest -q -m gpu -p no:cacheprovider \
+  tests/test_ch04_attention.py > "$OUT/gputests.log" 2>&1
 echo "gpu tests rc=$?"
-tar czf "$OUT/ch04_run.tgz" -C "$W" .
-tail -30 "$W/gputests.log"
+tail -15 "$OUT/gputests.log"
