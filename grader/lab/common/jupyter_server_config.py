@@ -1,4 +1,4 @@
-# The course's JupyterLab, for learners and instructors alike (grader/lab/__init__.py).
+"""Jupyter server settings of the course's JupyterLab, for learners and instructors alike (grader/lab/__init__.py)."""
 c = get_config()  # noqa: F821  (provided by traitlets)
 
 # Lessons open with the language_info this server's Python kernel reports, so an untouched
