@@ -19,10 +19,10 @@ setup() {
     want=$(cat pyproject.toml | sha256sum | cut -c1-16)
     if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
         "$VENV/bin/python" -m pip install -q --upgrade pip
-        local extras="test"
+        local extras="test,cluster"      # cluster: Dask, for tests/test_dask_grading.py
         # torch is only for the library peers on a GPU; a CPU machine never downloads it
         if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
-            extras="test,gpu"
+            extras="test,cluster,gpu"
         fi
         "$VENV/bin/python" -m pip install -q -e ".[$extras]"
         echo "$want" > "$stamp"

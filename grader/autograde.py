@@ -8,6 +8,9 @@ The repo root is an nbgrader course directory (nbgrader_config.py): ``solutions/
 * :func:`grade_notebook` — ``python -m grader grade NB``: a learner grades their own notebook.
 * :func:`autograde_assignment` — ``python -m grader autograde ASSIGNMENT``: an instructor grades every
   collected submission and writes the gradebook.
+* :func:`grade_student` — the unit of work of a class: one student's submission (a :class:`StudentJob`
+  of bytes, made by :func:`collect`) graded into a :class:`StudentResult`, writing nothing; run here
+  one after another, or as one Dask task per student (grader.cluster).
 
 Both grade through the judge (grader.judge): each submission's code runs in its own sandbox, and
 points come from a process that runs none of it. ``nbgrader autograde`` itself, which would run
@@ -162,41 +165,153 @@ def grade_notebook(notebook: Path, sandbox=None, feedback: bool = False) -> Grad
                   seconds=result.seconds)
 
 
-def autograde_assignment(course: Path, assignment: str, students: list[str] | None = None, sandbox=None,
-                         feedback: bool = True, env: dict | None = None, on_result=None) -> dict[str, Graded]:
-    """Grade every collected submission of ``assignment`` in the nbgrader course at ``course`` and
-    write the gradebook (one writer: this process). A notebook a student did not hand in scores 0."""
-    from .judge.gradebook import course_directory, save, timestamp_of
-    from .judge.sandbox import choose
+@dataclass
+class StudentJob:
+    """One student's submission of one assignment, as bytes: everything a worker needs to grade it,
+    on this machine or on any node of a cluster (no shared folder needed).
 
-    sandbox = sandbox or choose()
+    ``lessons`` maps each lesson's file name to its (source, release) notebooks; ``submitted`` maps a
+    handed-in lesson to its bytes, or to its size when it is over the plan's limit (the worker makes a
+    file of that size, which the plan refuses as it would the original). ``limits`` are the host's
+    ``$GRADER_JUDGE_*`` deadlines, applied in the worker. ``key`` is the content hash (grader.ledger)."""
+    student: str
+    assignment: str
+    lessons: dict
+    submitted: dict
+    feedback: bool = True
+    env: dict = field(default_factory=dict)
+    limits: dict = field(default_factory=dict)
+    sandbox: object = None          # a sandbox object, or its name ("bwrap", "none"; None: the worker chooses)
+    key: str = ""
+
+
+@dataclass
+class StudentResult:
+    """What grading a StudentJob gives back to the host: enough to write the gradebook."""
+    student: str
+    key: str
+    graded: Graded
+    grades: list                     # NotebookGrade per lesson (their plans dropped)
+    notebooks: dict                  # lesson file name -> feedback notebook (JSON)
+    device: str = ""                 # the GPU the speed cells ran on (and their peers), or the simulator
+    worker: str = ""                 # host:pid of the process that graded it
+    grader: str = ""                 # the grader package's digest there (grader.ledger.grader_digest)
+
+
+def collect(course: Path, assignment: str, students: list[str] | None = None, *, feedback: bool = True,
+            env: dict | None = None, sandbox=None) -> tuple[object, list[StudentJob]]:
+    """(nbgrader's CourseDirectory, one StudentJob per collected submission of ``assignment``)."""
+    from .judge.gradebook import course_directory
+    from .judge.plan import MAX_BYTES
+    from .ledger import content_key
+
     cd = course_directory(course)
     source_dir = Path(cd.format_path(cd.source_directory, ".", assignment))
     release_dir = Path(cd.format_path(cd.release_directory, ".", assignment))
-    lessons = sorted(p.name for p in source_dir.glob("*.ipynb"))
+    lessons = {p.name: (p.read_bytes(), (release_dir / p.name).read_bytes())
+               for p in sorted(source_dir.glob("*.ipynb"))}
     submitted_root = Path(cd.format_path(cd.submitted_directory, "*", assignment)).parent.parent
     found = sorted(p.name for p in submitted_root.iterdir() if (p / assignment).is_dir()) if submitted_root.is_dir() else []
-    out = {}
+    limits = {k: v for k, v in os.environ.items() if k.startswith("GRADER_JUDGE_")}
+    jobs = []
     for student in (students or found):
         folder = Path(cd.format_path(cd.submitted_directory, student, assignment))
-        graded, notebooks, results = Graded(student), {}, []
+        submitted = {}
         for name in lessons:
             sub = folder / name
-            result, nb = grade_lesson(source_dir / name, release_dir / name, sub if sub.is_file() else None,
-                                      sandbox, feedback=feedback, env=env)
-            if not sub.is_file():
-                result.notes.append("not handed in: graded as the untouched lesson")
-                for v in result.verdicts:
-                    v.score, v.reason = 0.0, "the notebook was not handed in"
-            results.append(result)
-            notebooks[name] = nb
-            graded.cells += _cells(result)
-            graded.notes += [f"{name}: {n}" for n in result.notes]
-            graded.seconds += result.seconds
-        save(cd, assignment, student, results, notebooks, timestamp_of(cd, student, assignment))
-        out[student] = graded
+            if sub.is_file():
+                size = sub.stat().st_size
+                submitted[name] = sub.read_bytes() if size <= MAX_BYTES else size
+        job = StudentJob(student, assignment, lessons, submitted, feedback, dict(env or {}), limits, sandbox)
+        job.key = content_key(job)
+        jobs.append(job)
+    return cd, jobs
+
+
+def grade_student(job: StudentJob) -> StudentResult:
+    """Grade one student's submission (every lesson of the assignment) through the sandbox and the
+    judge, and return the grades; writes nothing outside a temporary folder. The one unit of work of
+    both ``autograde_assignment`` (here, one after another) and grader.cluster (a Dask task)."""
+    import socket
+
+    from .judge.sandbox import choose
+    from .ledger import grader_digest
+
+    sandbox = job.sandbox if job.sandbox is not None and not isinstance(job.sandbox, str) else choose(job.sandbox)
+    saved = {k: os.environ.get(k) for k in job.limits}
+    os.environ.update(job.limits)                  # the host's deadlines bound this worker's judge
+    try:
+        graded, notebooks, results = Graded(job.student), {}, []
+        with tempfile.TemporaryDirectory(prefix="student-") as tmp:
+            for name, (source, release) in job.lessons.items():
+                folder = Path(tmp) / Path(name).stem        # each notebook keeps the lesson's file name
+                for part, data in (("source", source), ("release", release)):
+                    (folder / part).mkdir(parents=True)
+                    (folder / part / name).write_bytes(data)
+                sub = None
+                if name in job.submitted:
+                    (folder / "submitted").mkdir()
+                    sub = folder / "submitted" / name
+                    got = job.submitted[name]
+                    if isinstance(got, int):                # over the plan's limit: a file of its size
+                        with open(sub, "wb") as f:
+                            f.truncate(got)
+                    else:
+                        sub.write_bytes(got)
+                result, nb = grade_lesson(folder / "source" / name, folder / "release" / name, sub, sandbox, feedback=job.feedback,
+                                          env=job.env)
+                if sub is None:
+                    result.notes.append("not handed in: graded as the untouched lesson")
+                    for v in result.verdicts:
+                        v.score, v.reason = 0.0, "the notebook was not handed in"
+                result.plan = None                          # not needed past here, and not sent back
+                results.append(result)
+                notebooks[name] = nb
+                graded.cells += _cells(result)
+                graded.notes += [f"{name}: {n}" for n in result.notes]
+                graded.seconds += result.seconds
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return StudentResult(job.student, job.key, graded, results, notebooks, device_name(),
+                         f"{socket.gethostname()}:{os.getpid()}", grader_digest())
+
+
+def device_name() -> str:
+    """The GPU this process grades on (CUDA_VISIBLE_DEVICES pins it), or the simulator."""
+    from .backend import SIMULATOR
+
+    if SIMULATOR:
+        return "simulator (CPU)"
+    from .device import info
+
+    pinned = os.environ.get("CUDA_VISIBLE_DEVICES")
+    return info().name + (f" [CUDA_VISIBLE_DEVICES={pinned}]" if pinned else "")
+
+
+def autograde_assignment(course: Path, assignment: str, students: list[str] | None = None, sandbox=None,
+                         feedback: bool = True, env: dict | None = None, on_result=None,
+                         force: bool = False) -> dict[str, Graded]:
+    """Grade every collected submission of ``assignment`` in the nbgrader course at ``course``, one
+    after another in this process, and write the gradebook (one writer: this process). A notebook a
+    student did not hand in scores 0. A submission whose content key (grader.ledger) is the one
+    recorded at its last grading is skipped unless ``force``; grader.cluster does the same on Dask."""
+    from .judge.sandbox import choose
+    from .ledger import needs_grading, record
+
+    cd, jobs = collect(course, assignment, students, feedback=feedback, env=env, sandbox=sandbox or choose())
+    out = {}
+    for job in jobs:
+        if not force and not needs_grading(cd, job):
+            continue
+        result = grade_student(job)
+        record(cd, assignment, result)
+        out[job.student] = result.graded
         if on_result:
-            on_result(graded)
+            on_result(result.graded)
     return out
 
 

@@ -20,6 +20,11 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("--student", action="append", default=None, help="only these students (repeat)")
     a.add_argument("--sandbox", choices=["bwrap", "none"], default=None)
     a.add_argument("--no-feedback", action="store_true", help="skip the executed notebooks (points only)")
+    a.add_argument("--force", action="store_true", help="grade again submissions unchanged since their last grading")
+    a.add_argument("--dask", nargs="?", const="local", default=None, metavar="ADDRESS",
+                   help="one task per student on a Dask cluster: 'local' (default: one worker per GPU, "
+                        "or CPU workers running the simulator) or a scheduler's address (pip install '.[cluster]')")
+    a.add_argument("--workers", type=int, default=None, help="with --dask local and no GPU: how many CPU workers")
     r = sub.add_parser("release", help="regenerate course/ from solutions/ (instructors)")
     r.add_argument("chapters", nargs="*", help="chapter folders (default: all)")
     s = sub.add_parser("scoreboard", help="on a GPU: grade every reference solution against its peers")
@@ -54,6 +59,16 @@ def main(argv: list[str] | None = None) -> int:
             graded = grade_notebook(nb, sandbox=box)
             print(format_table(graded.cells, graded.notes))
         return 0
+    if args.cmd == "autograde" and args.dask:
+        from .autograde import format_table
+        from .cluster import grade_class
+
+        run = grade_class(args.course.resolve(), args.assignment, students=args.student, cluster=args.dask,
+                          n_workers=args.workers, sandbox=args.sandbox, feedback=not args.no_feedback,
+                          force=args.force)
+        for student, result in sorted(run.results.items()):
+            print(f"\n== {student} ({result.device})\n{format_table(result.graded.cells, result.graded.notes)}")
+        return 1 if run.failed else 0
     if args.cmd == "autograde":
         from .autograde import autograde_assignment, format_table
         from .judge.sandbox import choose
@@ -64,7 +79,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{graded.student:<24} {total:6.2f} / {maxi:<6g} ({graded.seconds:.0f} s)", flush=True)
 
         results = autograde_assignment(args.course.resolve(), args.assignment, students=args.student,
-                                       sandbox=choose(args.sandbox), feedback=not args.no_feedback, on_result=show)
+                                       sandbox=choose(args.sandbox), feedback=not args.no_feedback, on_result=show,
+                                       force=args.force)
         for student, graded in results.items():
             print(f"\n== {student}\n{format_table(graded.cells, graded.notes)}")
         return 0

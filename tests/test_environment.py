@@ -16,7 +16,8 @@ def _pins(reqs) -> dict:
 
 def test_conda_and_pip_agree():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    pip_side = _pins(project["dependencies"] + project["optional-dependencies"]["test"])
+    extras = project["optional-dependencies"]
+    pip_side = _pins(project["dependencies"] + extras["test"] + extras["cluster"])
     text = (ROOT / "environment.yml").read_text()
     pip_block = text.split("- pip:")[1]
     conda_side = _pins(r for r in re.findall(r"^\s+- ([^#\n]+?)\s*(?:#.*)?$", pip_block, re.M)

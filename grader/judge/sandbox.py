@@ -43,6 +43,7 @@ def _python_roots() -> list[str]:
     folder on the host's sys.path except the course checkout itself."""
     checkout = PACKAGE.parent.resolve()
     roots = {str(Path(sys.base_prefix).resolve()), str(Path(sys.prefix).resolve())}
+    roots.add(str(Path(sys.prefix).absolute()))     # a venv reached through a symlink: sys.executable's path
     for entry in sys.path:
         p = Path(entry or ".").resolve()
         if not p.is_dir() or p == checkout or checkout in p.parents and ".venv" not in p.parts:
@@ -249,7 +250,10 @@ class Bounded:
         self._drain.join(5)
         for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             if stream:
-                stream.close()
+                try:
+                    stream.close()
+                except OSError:          # stdin's buffered bytes to a sandbox that already hung up
+                    pass
 
 
 def limit(name: str, default: float) -> float:
