@@ -7,7 +7,9 @@ The repo root is an nbgrader course directory (nbgrader_config.py): ``solutions/
   code runs).
 * :func:`grade_notebook` — ``python -m grader grade NB``: a learner grades their own notebook.
 * :func:`autograde_assignment` — ``python -m grader autograde ASSIGNMENT``: an instructor grades every
-  collected submission and writes the gradebook.
+  collected submission and writes the gradebook, and per student a ``grading.json`` beside the
+  autograded notebooks: what the judge found (cells, reasons, notes, its speed measurements), read
+  by ``python -m grader report`` (grader.report).
 
 Both grade through the judge (grader.judge): each submission's code runs in its own sandbox, and
 points come from a process that runs none of it. ``nbgrader autograde`` itself, which would run
@@ -68,10 +70,16 @@ def release(root: Path | None = None, chapters: list[str] | None = None) -> list
     return written
 
 
-def make_scratch_course(chapter: str, where: Path, root: Path | None = None) -> Path:
-    """A throwaway course directory holding one chapter's sources, released (its own gradebook)."""
+def make_scratch_course(chapter: str, where: Path, root: Path | None = None, lessons: list[str] | None = None) -> Path:
+    """A throwaway course directory holding one chapter's sources (only ``lessons``, notebook file
+    names, where given), released (its own gradebook)."""
     root = root or repo_root()
-    shutil.copytree(root / "solutions" / chapter, where / "solutions" / chapter)
+    if lessons is None:
+        shutil.copytree(root / "solutions" / chapter, where / "solutions" / chapter)
+    else:
+        (where / "solutions" / chapter).mkdir(parents=True)
+        for name in lessons:
+            shutil.copy(root / "solutions" / chapter / name, where / "solutions" / chapter / name)
     (where / "nbgrader_config.py").write_text(SCRATCH_CONFIG)
     r = nbgrader(["generate_assignment", chapter, "--force"], cwd=where)
     if r.returncode != 0:
@@ -165,11 +173,18 @@ def grade_notebook(notebook: Path, sandbox=None, feedback: bool = False) -> Grad
 def autograde_assignment(course: Path, assignment: str, students: list[str] | None = None, sandbox=None,
                          feedback: bool = True, env: dict | None = None, on_result=None) -> dict[str, Graded]:
     """Grade every collected submission of ``assignment`` in the nbgrader course at ``course`` and
-    write the gradebook (one writer: this process). A notebook a student did not hand in scores 0."""
-    from .judge.gradebook import course_directory, save, timestamp_of
+    write the gradebook (one writer: this process). A notebook a student did not hand in scores 0.
+
+    Beside each student's autograded notebooks goes ``grading.json`` (:func:`grading_record`): the
+    judge's verdicts, notes and speed measurements, collected in this process while it graded."""
+    from . import device
+    from .backend import SIMULATOR
+    from .judge.gradebook import course_directory, save, save_grading, timestamp_of
     from .judge.sandbox import choose
+    from .record import collecting
 
     sandbox = sandbox or choose()
+    where = {"device": None if SIMULATOR else device.info().name, "simulator": bool(SIMULATOR), "sandbox": sandbox.name}
     cd = course_directory(course)
     source_dir = Path(cd.format_path(cd.source_directory, ".", assignment))
     release_dir = Path(cd.format_path(cd.release_directory, ".", assignment))
@@ -179,25 +194,58 @@ def autograde_assignment(course: Path, assignment: str, students: list[str] | No
     out = {}
     for student in (students or found):
         folder = Path(cd.format_path(cd.submitted_directory, student, assignment))
-        graded, notebooks, results = Graded(student), {}, []
+        graded, notebooks, results, measured = Graded(student), {}, [], []
         for name in lessons:
             sub = folder / name
-            result, nb = grade_lesson(source_dir / name, release_dir / name, sub if sub.is_file() else None,
-                                      sandbox, feedback=feedback, env=env)
+            with collecting() as rows:             # what this process's judge records, nothing else
+                result, nb = grade_lesson(source_dir / name, release_dir / name, sub if sub.is_file() else None,
+                                          sandbox, feedback=feedback, env=env)
             if not sub.is_file():
                 result.notes.append("not handed in: graded as the untouched lesson")
                 for v in result.verdicts:
                     v.score, v.reason = 0.0, "the notebook was not handed in"
             results.append(result)
+            measured.append(rows)
             notebooks[name] = nb
             graded.cells += _cells(result)
             graded.notes += [f"{name}: {n}" for n in result.notes]
             graded.seconds += result.seconds
         save(cd, assignment, student, results, notebooks, timestamp_of(cd, student, assignment))
+        save_grading(cd, assignment, student, grading_record(student, assignment, results, measured,
+                                                             handed_in=[(folder / n).is_file() for n in lessons], **where))
         out[student] = graded
         if on_result:
             on_result(graded)
     return out
+
+
+GRADING_FORMAT = 1
+
+
+def grading_record(student: str, assignment: str, results: list, records: list, handed_in: list, *,
+                   device: str | None, simulator: bool, sandbox: str) -> dict:
+    """What ``grading.json`` holds for one student: per notebook its status, each graded cell's
+    points and reason, the notes, the seconds, which cells time which problem, and the records
+    the judge made while grading it (``records[i]`` for ``results[i]``; its speed measurements)."""
+    books = []
+    for result, rows, given in zip(results, records, handed_in):
+        if not given:
+            status, why = "not handed in", "the notebook was not handed in"
+        elif result.unreadable:
+            status, why = "unreadable", result.unreadable
+        elif result.runner_gone:
+            status, why = "runner stopped", result.runner_gone
+        else:
+            status, why = "graded", ""
+        books.append({"notebook": result.notebook, "status": status, "why": why,
+                      "cells": [{"grade_id": v.grade_id, "score": float(v.score), "max_score": float(v.max_score),
+                                 "reason": ANSI.sub("", v.reason)} for v in result.verdicts],
+                      "speed_cells": dict(result.speed_cells), "records": list(rows), "notes": list(result.notes),
+                      "seconds": round(result.seconds, 2)})
+    return {"format": GRADING_FORMAT, "written_by": "python -m grader autograde (the instructor's process)",
+            "student": student, "assignment": assignment, "graded_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            "device": device, "simulator": simulator, "sandbox": sandbox,
+            "seconds": round(sum(r.seconds for r in results), 2), "notebooks": books}
 
 
 REASON_WIDTH = 100     # the reasons are wrapped to this many columns, under their row
