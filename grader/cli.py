@@ -1,4 +1,4 @@
-"""``python -m grader``: doctor | grade NB | autograde ASSIGNMENT | release | scoreboard"""
+"""``python -m grader``: doctor | grade NB | autograde ASSIGNMENT | report ASSIGNMENT | release | scoreboard"""
 from __future__ import annotations
 
 import argparse
@@ -20,6 +20,12 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("--student", action="append", default=None, help="only these students (repeat)")
     a.add_argument("--sandbox", choices=["bwrap", "none"], default=None)
     a.add_argument("--no-feedback", action="store_true", help="skip the executed notebooks (points only)")
+    rp = sub.add_parser("report", help="instructors: the class report (HTML + PNGs) of an autograded assignment")
+    rp.add_argument("assignment")
+    rp.add_argument("--course", type=Path, default=Path.cwd(), help="the nbgrader course folder (default: here)")
+    rp.add_argument("--out", type=Path, default=None, help="where to write it (default: <course>/reports/<assignment>/)")
+    rp.add_argument("--scoreboard", type=Path, default=None,
+                    help="the reference solutions' figures (default: the checkout's results/scoreboard.json)")
     r = sub.add_parser("release", help="regenerate course/ from solutions/ (instructors)")
     r.add_argument("chapters", nargs="*", help="chapter folders (default: all)")
     s = sub.add_parser("scoreboard", help="on a GPU: grade every reference solution against its peers")
@@ -67,6 +73,17 @@ def main(argv: list[str] | None = None) -> int:
                                        sandbox=choose(args.sandbox), feedback=not args.no_feedback, on_result=show)
         for student, graded in results.items():
             print(f"\n== {student}\n{format_table(graded.cells, graded.notes)}")
+        return 0
+    if args.cmd == "report":
+        from .report import gather
+        from .report_page import write
+
+        course = args.course.resolve()
+        report = gather(course, args.assignment, scoreboard=args.scoreboard)
+        path = write(report, args.out or course / "reports" / args.assignment)
+        print(f"{len(report.students)} students, {len(report.not_graded)} notebook(s) not graded, "
+              f"{len(report.disagreements)} disagreement(s) between the gradebook and the judge's records")
+        print(f"wrote {path}")
         return 0
     if args.cmd == "scoreboard":
         from .scoreboard import run
