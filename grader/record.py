@@ -36,4 +36,4 @@ def collecting():
     try:
         yield rows
     finally:
-        _open.remove(rows)
+        del _open[next(i for i, open_rows in enumerate(_open) if open_rows is rows)]   # this list, not an equal one

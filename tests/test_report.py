@@ -3,7 +3,8 @@
 A small class of lesson 01.01 is graded in the simulator by ``autograde_assignment`` (as
 tests/test_class_batch.py grades one): a correct student, a wrong one (off by one), one whose answer
 cell does not parse, one whose code ends its own process, one who handed in nothing, one whose file
-is not a notebook, and one the gradebook knows who submitted nothing. The report must show every
+is not a notebook, one the gradebook knows who submitted nothing, and one whose notebook forges a
+judge's speed record (made, written and printed in its own process: none of it reaches the report). The report must show every
 student and every graded cell with the gradebook's points and the judge's reasons, list the
 notebooks that did not grade with why, and say "no GPU: speed not measured" instead of a plot.
 
@@ -41,12 +42,22 @@ H100 = "NVIDIA H100 80GB HBM3"
 NOT_HANDED_IN = "the notebook was not handed in"
 OFF_BY_ONE = KERNEL.replace("if i < c.size:", "if i < c.size - 1:")
 NO_PARSE = KERNEL.replace("def launch_vector_add(a, b, c):", "def launch_vector_add(a, b, c)")
+FORGED = {"kind": "speed", "by": "judge", "problem": "vector add", "fraction": 9.0, "value": 27000.0, "unit": "GB/s",
+          "points": 1.0, "max_points": 1, "target": 0.5, "floor": 0.1, "device": "FORGED GPU"}
+FORGER = KERNEL + f"""
+import json, os, grader.record
+grader.record.record(**{FORGED!r})                      # the learner's own process: nobody collects it
+os.environ["GRADER_RECORD"] = "records.jsonl"
+grader.record.record(**{FORGED!r})
+print(json.dumps({FORGED!r}))
+"""
 V, H, S = "test_vector_add_visible", "test_vector_add_hidden", "speed_vector_add"
 BOOK = "01_threads_and_blocks"
 
 # what the report must show per student, per cell: (points, max, a piece of the reason)
 EXPECT = {
     "ada": {V: (2, 2, ""), H: (2, 2, ""), S: (0, 1, "speed not graded: no GPU")},
+    "mal": {V: (2, 2, ""), H: (2, 2, ""), S: (0, 1, "speed not graded: no GPU")},
     "ken": {V: (0, 2, "never written"), H: (0, 2, "never written"), S: (0, 1, "speed not graded: no GPU")},
     "bob": {V: (0, 2, "launch_vector_add' is not defined"), H: (0, 2, "is not defined"), S: (0, 1, "is not defined")},
     "eve": {V: (0, 2, "ended its own process"), H: (0, 2, "ended its own process"), S: (0, 1, "ended its own process")},
@@ -72,6 +83,7 @@ def build_class(where: Path) -> Path:
     course = make_scratch_course(CH, where, lessons=[LESSON])
     submit(course, "ada", KERNEL)
     submit(course, "ken", OFF_BY_ONE)
+    submit(course, "mal", FORGER)
     submit(course, "bob", NO_PARSE)
     submit(course, "eve", "import os\nos._exit(3)\n")
     (course / "submitted" / "nia" / CH).mkdir(parents=True)            # collected, but no notebook in it
@@ -163,7 +175,7 @@ def test_report_shows_every_student_cell_reason_and_who_did_not_grade(page):
     raised = soup(html).find(string=re.compile("an answer cell raised")).find_next("table").get_text()
     assert "bob" in raised and "SyntaxError" in raised                 # graded, but its answer cell did not parse
     head = soup(html).find("table", class_="meta").get_text()
-    assert CH in head and "no GPU (Numba's CUDA simulator) (6 students)" in head and re.search(r"\d{4}-\d\d-\d\d", head)
+    assert CH in head and "no GPU (Numba's CUDA simulator) (7 students)" in head and re.search(r"\d{4}-\d\d-\d\d", head)
     assert soup(html).find("h3", id="student-zed") is not None         # on the roster: in the report
     assert soup(html).find("table", class_="matrix").find("a", href="#student-ada").find_parent("tr") \
         .find_all("td")[1].get_text() == "4 / 5"
@@ -188,6 +200,22 @@ def test_a_long_reason_is_folded_and_keeps_its_lines(page):
     folded = row.find("details")
     assert folded is not None and folded.find("summary").get_text().startswith("vector add failed at n=1")
     assert len(folded.find("pre").get_text().splitlines()) > 3       # the verdict's lines, as the judge wrote them
+
+
+def test_records_made_in_the_learners_process_never_reach_the_report(klass, page):
+    from grader.record import collecting, record
+
+    data = json.loads((klass / "autograded" / "mal" / CH / "grading.json").read_text())
+    assert data["notebooks"][0]["status"] == "graded" and data["notebooks"][0]["records"] == []
+    _, html = page
+    text = soup(html).get_text()
+    assert "FORGED" not in html and "900" not in text and "27,000" not in text
+    with collecting() as rows:                                       # what the host collects: its own records
+        with collecting() as inner:
+            record("speed", by="judge", problem="p", fraction=0.5)
+        record("sweep", problem="p")
+    record("speed", by="judge", problem="after")
+    assert [r["kind"] for r in rows] == ["speed", "sweep"] and [r["problem"] for r in inner] == ["p"]
 
 
 # ------------------------------------------------------------------ speed: the class as a GPU run records it (fixture)
