@@ -80,6 +80,10 @@ def main(argv: list[str] | None = None) -> int:
 
         course = args.course.resolve()
         report = gather(course, args.assignment, scoreboard=args.scoreboard)
+        if not report.columns and not any(s.grading or s.in_gradebook for s in report.students):
+            print(f"{args.assignment}: no such assignment in {course} (no source notebooks, no submissions, "
+                  "no gradebook rows)")
+            return 2
         path = write(report, args.out or course / "reports" / args.assignment)
         print(f"{len(report.students)} students, {len(report.not_graded)} notebook(s) not graded, "
               f"{len(report.disagreements)} disagreement(s) between the gradebook and the judge's records")

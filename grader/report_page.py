@@ -144,8 +144,8 @@ def write(report: ClassReport, out: Path) -> Path:
     """Write report.html and its PNGs into ``out``; the page's path."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    for old in out.glob("*.png"):
-        old.unlink()
+    for old in [*out.glob("speed_*.png"), out / "points.png"]:      # this page's figures from an earlier run
+        old.unlink(missing_ok=True)
     h = [f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Class report: "
          f"{esc(report.assignment)}</title><style>{CSS}</style></head><body>"]
     h.append(f"<h1>Class report: {esc(report.assignment)}</h1>")

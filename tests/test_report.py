@@ -402,3 +402,10 @@ def test_a_gradebook_that_disagrees_with_the_judge_is_reported(klass, tmp_path):
     assert cell_problems(html, expect) == []
     assert "1 / 2 †" in soup(html).find("table", class_="matrix").get_text()
     assert cell_problems(html, EXPECT) != []                            # the judge's points are not what is shown
+
+
+def test_an_assignment_that_is_not_there_is_said_so(klass, tmp_path):
+    r = subprocess.run([sys.executable, "-m", "grader", "report", "no_such_assignment", "--course", str(klass),
+                        "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert r.returncode == 2 and "no such assignment" in r.stdout and not (tmp_path / "report.html").exists()
