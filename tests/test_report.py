@@ -409,3 +409,11 @@ def test_an_assignment_that_is_not_there_is_said_so(klass, tmp_path):
                         "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True,
                        env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert r.returncode == 2 and "no such assignment" in r.stdout and not (tmp_path / "report.html").exists()
+
+
+def test_the_committed_example_embeds_the_figures_beside_it():
+    """docs/class_report_example/ (an H100 run of dev/report/example.sh): the page's figures are the PNGs beside it."""
+    folder = ROOT / "docs" / "class_report_example"
+    html = (folder / "report.html").read_text()
+    assert image_problems(html, folder) == [] and len(soup(html).find_all("img")) == 2
+    assert H100 in soup(html).find("table", class_="meta").get_text()
