@@ -7,7 +7,9 @@ The repo root is an nbgrader course directory (nbgrader_config.py): ``solutions/
   code runs).
 * :func:`grade_notebook` — ``python -m grader grade NB``: a learner grades their own notebook.
 * :func:`autograde_assignment` — ``python -m grader autograde ASSIGNMENT``: an instructor grades every
-  collected submission and writes the gradebook.
+  collected submission and writes the gradebook, and per student a ``grading.json`` beside the
+  autograded notebooks: what the judge found (cells, reasons, notes, its speed measurements), read
+  by ``python -m grader report`` (grader.report).
 * :func:`grade_student` — the unit of work of a class: one student's submission (a :class:`StudentJob`
   of bytes, made by :func:`collect`) graded into a :class:`StudentResult`, writing nothing; run here
   one after another, or as one Dask task per student (grader.cluster).
@@ -71,10 +73,16 @@ def release(root: Path | None = None, chapters: list[str] | None = None) -> list
     return written
 
 
-def make_scratch_course(chapter: str, where: Path, root: Path | None = None) -> Path:
-    """A throwaway course directory holding one chapter's sources, released (its own gradebook)."""
+def make_scratch_course(chapter: str, where: Path, root: Path | None = None, lessons: list[str] | None = None) -> Path:
+    """A throwaway course directory holding one chapter's sources (only ``lessons``, notebook file
+    names, where given), released (its own gradebook)."""
     root = root or repo_root()
-    shutil.copytree(root / "solutions" / chapter, where / "solutions" / chapter)
+    if lessons is None:
+        shutil.copytree(root / "solutions" / chapter, where / "solutions" / chapter)
+    else:
+        (where / "solutions" / chapter).mkdir(parents=True)
+        for name in lessons:
+            shutil.copy(root / "solutions" / chapter / name, where / "solutions" / chapter / name)
     (where / "nbgrader_config.py").write_text(SCRATCH_CONFIG)
     r = nbgrader(["generate_assignment", chapter, "--force"], cwd=where)
     if r.returncode != 0:
@@ -196,6 +204,7 @@ class StudentResult:
     device: str = ""                 # the GPU the speed cells ran on (and their peers), or the simulator
     worker: str = ""                 # host:pid of the process that graded it
     grader: str = ""                 # the grader package's digest there (grader.ledger.grader_digest)
+    grading: dict = field(default_factory=dict)   # grading.json: what the judge found (grading_record)
 
 
 def collect(course: Path, assignment: str, students: list[str] | None = None, *, feedback: bool = True,
@@ -234,14 +243,16 @@ def grade_student(job: StudentJob) -> StudentResult:
     both ``autograde_assignment`` (here, one after another) and grader.cluster (a Dask task)."""
     import socket
 
+    from .backend import SIMULATOR
     from .judge.sandbox import choose
     from .ledger import grader_digest
+    from .record import collecting
 
     sandbox = job.sandbox if job.sandbox is not None and not isinstance(job.sandbox, str) else choose(job.sandbox)
     saved = {k: os.environ.get(k) for k in job.limits}
     os.environ.update(job.limits)                  # the host's deadlines bound this worker's judge
     try:
-        graded, notebooks, results = Graded(job.student), {}, []
+        graded, notebooks, results, measured = Graded(job.student), {}, [], []
         with tempfile.TemporaryDirectory(prefix="student-") as tmp:
             for name, (source, release) in job.lessons.items():
                 folder = Path(tmp) / Path(name).stem        # each notebook keeps the lesson's file name
@@ -258,8 +269,10 @@ def grade_student(job: StudentJob) -> StudentResult:
                             f.truncate(got)
                     else:
                         sub.write_bytes(got)
-                result, nb = grade_lesson(folder / "source" / name, folder / "release" / name, sub, sandbox, feedback=job.feedback,
-                                          env=job.env)
+                with collecting() as rows:             # what this process's judge records, nothing else
+                    result, nb = grade_lesson(folder / "source" / name, folder / "release" / name, sub, sandbox,
+                                              feedback=job.feedback, env=job.env)
+                measured.append(rows)
                 if sub is None:
                     result.notes.append("not handed in: graded as the untouched lesson")
                     for v in result.verdicts:
@@ -276,8 +289,12 @@ def grade_student(job: StudentJob) -> StudentResult:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-    return StudentResult(job.student, job.key, graded, results, notebooks, device_name(),
-                         f"{socket.gethostname()}:{os.getpid()}", grader_digest())
+    device = device_name()
+    grading = grading_record(job.student, job.assignment, results, measured,
+                             handed_in=[name in job.submitted for name in job.lessons],
+                             device=None if SIMULATOR else device, simulator=bool(SIMULATOR), sandbox=sandbox.name)
+    return StudentResult(job.student, job.key, graded, results, notebooks, device,
+                         f"{socket.gethostname()}:{os.getpid()}", grader_digest(), grading)
 
 
 def device_name() -> str:
@@ -313,6 +330,35 @@ def autograde_assignment(course: Path, assignment: str, students: list[str] | No
         if on_result:
             on_result(result.graded)
     return out
+
+
+GRADING_FORMAT = 1
+
+
+def grading_record(student: str, assignment: str, results: list, records: list, handed_in: list, *,
+                   device: str | None, simulator: bool, sandbox: str) -> dict:
+    """What ``grading.json`` holds for one student: per notebook its status, each graded cell's
+    points and reason, the notes, the seconds, which cells time which problem, and the records
+    the judge made while grading it (``records[i]`` for ``results[i]``; its speed measurements)."""
+    books = []
+    for result, rows, given in zip(results, records, handed_in):
+        if not given:
+            status, why = "not handed in", "the notebook was not handed in"
+        elif result.unreadable:
+            status, why = "unreadable", result.unreadable
+        elif result.runner_gone:
+            status, why = "runner stopped", result.runner_gone
+        else:
+            status, why = "graded", ""
+        books.append({"notebook": result.notebook, "status": status, "why": why,
+                      "cells": [{"grade_id": v.grade_id, "score": float(v.score), "max_score": float(v.max_score),
+                                 "reason": ANSI.sub("", v.reason)} for v in result.verdicts],
+                      "speed_cells": dict(result.speed_cells), "records": list(rows), "notes": list(result.notes),
+                      "seconds": round(result.seconds, 2)})
+    return {"format": GRADING_FORMAT, "written_by": "python -m grader autograde (the instructor's process)",
+            "student": student, "assignment": assignment, "graded_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            "device": device, "simulator": simulator, "sandbox": sandbox,
+            "seconds": round(sum(r.seconds for r in results), 2), "notebooks": books}
 
 
 REASON_WIDTH = 100     # the reasons are wrapped to this many columns, under their row

@@ -1,4 +1,4 @@
-"""``python -m grader``: doctor | grade NB | autograde ASSIGNMENT | release | scoreboard"""
+"""``python -m grader``: doctor | grade NB | autograde ASSIGNMENT | report ASSIGNMENT | release | scoreboard"""
 from __future__ import annotations
 
 import argparse
@@ -25,6 +25,12 @@ def main(argv: list[str] | None = None) -> int:
                    help="one task per student on a Dask cluster: 'local' (default: one worker per GPU, "
                         "or CPU workers running the simulator) or a scheduler's address (pip install '.[cluster]')")
     a.add_argument("--workers", type=int, default=None, help="with --dask local and no GPU: how many CPU workers")
+    rp = sub.add_parser("report", help="instructors: the class report (HTML + PNGs) of an autograded assignment")
+    rp.add_argument("assignment")
+    rp.add_argument("--course", type=Path, default=Path.cwd(), help="the nbgrader course folder (default: here)")
+    rp.add_argument("--out", type=Path, default=None, help="where to write it (default: <course>/reports/<assignment>/)")
+    rp.add_argument("--scoreboard", type=Path, default=None,
+                    help="the reference solutions' figures (default: the checkout's results/scoreboard.json)")
     r = sub.add_parser("release", help="regenerate course/ from solutions/ (instructors)")
     r.add_argument("chapters", nargs="*", help="chapter folders (default: all)")
     s = sub.add_parser("scoreboard", help="on a GPU: grade every reference solution against its peers")
@@ -83,6 +89,21 @@ def main(argv: list[str] | None = None) -> int:
                                        force=args.force)
         for student, graded in results.items():
             print(f"\n== {student}\n{format_table(graded.cells, graded.notes)}")
+        return 0
+    if args.cmd == "report":
+        from .report import gather
+        from .report_page import write
+
+        course = args.course.resolve()
+        report = gather(course, args.assignment, scoreboard=args.scoreboard)
+        if not report.columns and not any(s.grading or s.in_gradebook for s in report.students):
+            print(f"{args.assignment}: no such assignment in {course} (no source notebooks, no submissions, "
+                  "no gradebook rows)")
+            return 2
+        path = write(report, args.out or course / "reports" / args.assignment)
+        print(f"{len(report.students)} students, {len(report.not_graded)} notebook(s) not graded, "
+              f"{len(report.disagreements)} disagreement(s) between the gradebook and the judge's records")
+        print(f"wrote {path}")
         return 0
     if args.cmd == "scoreboard":
         from .scoreboard import run

@@ -99,13 +99,15 @@ def interrupts_held():
 
 
 def record(coursedir, assignment: str, result) -> None:
-    """Write one StudentResult: the gradebook's rows and autograded/ notebooks, then its key."""
-    from .judge.gradebook import save, timestamp_of
+    """Write one StudentResult: the gradebook's rows, autograded/ notebooks and grading.json, then its key."""
+    from .judge.gradebook import save, save_grading, timestamp_of
 
     with interrupts_held():
         key_path(coursedir, result.student, assignment).unlink(missing_ok=True)
         save(coursedir, assignment, result.student, result.grades, result.notebooks,
              timestamp_of(coursedir, result.student, assignment))
+        if result.grading:          # grading.json, read by the class report (grader.report)
+            save_grading(coursedir, assignment, result.student, result.grading)
         path = key_path(coursedir, result.student, assignment)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")

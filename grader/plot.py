@@ -4,6 +4,8 @@ roofline      where each measurement sits under the memory and compute ceilings
 perf_vs_size  GB/s (or TFLOP/s) against problem size for several versions and the peer
 ladder        every version as a fraction of its peer, one bar each
 chapter_ladder  a whole chapter's versions from one measurement run (results/<chapter>/*.json)
+class_speeds  a class's measured fractions of the peer for one speed problem (the class report)
+class_points  each student's points for an assignment (the class report)
 
 Each returns a matplotlib Figure made without pyplot, so a notebook shows it exactly once: as
 the cell's result when the call is the cell's last line (pyplot would draw it a second time).
@@ -211,5 +213,84 @@ def warp_sectors(patterns: dict, sector_bytes: int = 32, word_bytes: int = 4, ti
         ax.axis("off")
     if title:
         fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+POINT_COLOURS = {"full": "tab:green", "partial": "tab:orange", "none": "tab:red"}
+
+
+def _earned(points, max_points) -> str:
+    if not max_points or points is None:
+        return "none"
+    return "full" if points >= max_points - 1e-9 else ("partial" if points > 0 else "none")
+
+
+def class_speeds(rows: list, *, title: str, xlabel: str = "% of the peer (same GPU, same task)",
+                 target: float | None = None, floor: float | None = None, reference: tuple | None = None,
+                 note: str = "", histogram_over: int = 40):
+    """rows: (student, fraction of peer, points, max points, device). One dot per student, best on
+    top, coloured by the points it earned (a histogram past ``histogram_over`` students); labelled
+    vertical lines mark the target (full points), the floor (no points) and ``reference``
+    (fraction, label): the reference solution's own fraction. ``note`` is written under the axes."""
+    from matplotlib.lines import Line2D
+
+    rows = sorted(rows, key=lambda r: -(r[1] or 0.0))
+    devices = sorted({r[4] or "?" for r in rows})
+    markers = dict(zip(devices, "osD^v<>p*h"))
+    vals = [100 * (r[1] or 0.0) for r in rows]
+    big = len(rows) > histogram_over
+    height = 2.4 + (0.9 if big else 0.32 * len(rows)) + (0.3 if note else 0)
+    fig, ax = subplots(figsize=(7.5, height))
+    handles = []
+    if big:
+        edges = np.arange(0, max(vals + [100]) + 10, 5)
+        ax.hist(vals, bins=edges, color="tab:blue", alpha=0.8)
+        ax.set_ylabel("students")
+    else:
+        for y, (r, v) in enumerate(zip(rows, vals)):
+            ax.plot([v], [y], markers[r[4] or "?"], ms=8, color=POINT_COLOURS[_earned(r[2], r[3])], zorder=3)
+            ax.text(v + 1.5, y, f"{v:.1f}%  ({r[2]:g}/{r[3]:g} pt)", va="center", fontsize=8,
+                    bbox=dict(facecolor="white", edgecolor="none", alpha=0.8, pad=1), zorder=4)
+        ax.set_yticks(range(len(rows)), [r[0] for r in rows], fontsize=8)
+        ax.set_ylim(len(rows) - 0.5, -0.5)
+        handles += [Line2D([0], [0], marker="o", ls="", color=c, label=f"{'no' if k == 'none' else k} points")
+                    for k, c in POINT_COLOURS.items()]
+        if len(devices) > 1:
+            handles += [Line2D([0], [0], marker=markers[d], ls="", color="0.4", label=d) for d in devices]
+    marks = []
+    if target is not None:
+        marks.append((100 * target, "tab:red", "--", f"target {100 * target:.0f}% (full points)"))
+    if floor is not None:
+        marks.append((100 * floor, "0.45", ":", f"floor {100 * floor:.0f}% (no points)"))
+    if reference is not None:
+        marks.append((100 * reference[0], "tab:blue", "-", reference[1]))
+    for x, colour, style, label in marks:
+        ax.axvline(x, color=colour, ls=style, lw=1.4, zorder=2)
+        handles.append(Line2D([0], [0], color=colour, ls=style, lw=1.4, label=label))
+    ax.set_xlim(0, max([110] + [v + 25 for v in vals] + [m[0] + 10 for m in marks]))
+    ax.set_xlabel(xlabel)
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, axis="x", alpha=0.25)
+    ax.legend(handles=handles, fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.2 if not big else -0.28),
+              ncol=2, frameon=False)
+    if note:
+        fig.text(0.01, 0.01, note, fontsize=7.5, color="0.3")
+    fig.tight_layout(rect=(0, 0.04 if note else 0, 1, 1))
+    return fig
+
+
+def class_points(rows: list, title: str = "Points per student"):
+    """rows: (student, points, max points). One bar per student, in the order given."""
+    fig, ax = subplots(figsize=(7.5, 1.4 + 0.3 * len(rows)))
+    for y, (name, points, maxi) in enumerate(rows):
+        ax.barh(y, points, color=POINT_COLOURS[_earned(points, maxi)])
+        ax.text(points + 0.1, y, f"{points:g} / {maxi:g}", va="center", fontsize=8)
+    ax.set_yticks(range(len(rows)), [r[0] for r in rows], fontsize=8)
+    ax.set_ylim(len(rows) - 0.5, -0.5)
+    ax.set_xlim(0, max([r[2] for r in rows] + [1]) * 1.2)
+    ax.set_xlabel("points (the gradebook's)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, axis="x", alpha=0.25)
     fig.tight_layout()
     return fig

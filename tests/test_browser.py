@@ -12,7 +12,8 @@ the user's). Kernels run in Numba's CUDA simulator (conftest.py). What a learner
 (c) the lesson is not marked unsaved right after opening (its kernel connected);
 (d) no Nbgrader menu and no "official Jupyter news" pop-up in the learner's lab; the
     instructor's (``./course.sh instructor``) has the menu;
-(e) a ``%%cuda`` cell is highlighted as C++ (its ``// YOUR CODE HERE`` is styled as a comment).
+(e) a ``%%cuda`` cell is highlighted as C++ (its ``// YOUR CODE HERE`` is styled as a comment);
+(f) the instructor's class report (``python -m grader report``) shows its figures, without JavaScript.
 
 Screenshots (PNG) go to $GRADER_SCREENSHOTS, else a folder under pytest's temporary
 directory; the path is printed at the end of the run. Needs Debian's ``chromium`` and
@@ -362,3 +363,47 @@ def test_instructor_lab_has_nbgrader_tools(browser, tmp_path_factory, shots):
         shoot(browser, shots, "6_instructor_lab")
         assert any("Formgrader" in i for i in items), items
         assert not news_popup(browser)
+
+
+# ------------------------------------------------------------------ the instructor's class report
+def rendered_images(driver) -> list[dict]:
+    return js(driver, """return [...document.images].map(i => ({file: i.dataset.file, complete: i.complete,
+                                                               width: i.naturalWidth, height: i.naturalHeight}));""")
+
+
+def open_report(driver, page: Path, figures: set) -> None:
+    """Open a report page from disk; every figure decoded (naturalWidth > 0), no script on it."""
+    driver.get(page.resolve().as_uri())
+    images = wait_for(f"the figures of {page}", lambda: (lambda imgs: imgs if imgs and all(i["complete"] for i in imgs)
+                                                         else None)(rendered_images(driver)), timeout=20)
+    assert {i["file"] for i in images} == figures, images
+    assert all(i["width"] > 100 and i["height"] > 100 for i in images), images
+    assert js(driver, "return document.scripts.length") == 0
+    assert "Class report: 01_elementwise" in js(driver, "return document.querySelector('h1').textContent")
+
+
+def test_class_report_shows_its_figures(browser, tmp_path, shots):
+    """(f) A report generated here (the class of tests/test_report.py graded in the simulator, two
+    students' speed rewritten as a GPU run records it) and the committed example graded on an H100
+    (docs/class_report_example/): every figure renders. The screenshots are of the example."""
+    from grader.report import gather
+    from grader.report_page import write
+    from tests.test_report import CH, as_on_gpu, build_class
+
+    course = build_class(tmp_path / "course")
+    for student, fraction in (("ada", 0.97), ("ken", 0.31)):
+        as_on_gpu(course, student, fraction)
+    page = write(gather(course, CH), tmp_path / "report")
+    open_report(browser, page, {"points.png", "speed_vector_add.png"})
+
+    example = ROOT / "docs" / "class_report_example" / "report.html"
+    size = browser.get_window_size()
+    browser.set_window_size(1300, 2200)
+    try:
+        open_report(browser, example, {"points.png", "speed_vector_add.png"})
+        shoot(browser, shots, "class_report")
+        scroll_to(browser, browser.find_element("id", "speed"))
+        js(browser, "document.getElementById('speed').scrollIntoView({block: 'start'});")
+        shoot(browser, shots, "class_report_speed")
+    finally:
+        browser.set_window_size(size["width"], size["height"])

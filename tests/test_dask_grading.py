@@ -16,6 +16,8 @@ implementation.
 """
 from __future__ import annotations
 
+import json
+
 import contextlib
 import os
 import shutil
@@ -119,6 +121,11 @@ def test_a_class_on_two_dask_workers_grades_as_one_by_one(tmp_path, deadlines):
     assert all(c.score == 0 for c in hang.values())
     assert f"{float(DEADLINE_S):g} s" in hang["test_vector_add_visible"].reason, hang["test_vector_add_visible"].reason
     assert {r.device for r in run.results.values()} == {"simulator (CPU)"}
+    for student in STUDENTS:             # the class report's grading.json, written by the host as well
+        from grader.judge.gradebook import course_directory, grading_path
+        found = json.loads(grading_path(course_directory(dask), student, CH).read_text())
+        cells = {c["grade_id"]: c["score"] for book in found["notebooks"] for c in book["cells"]}
+        assert cells == {c.cell: c.score for c in run.results[student].graded.cells}, student
     assert any(line.startswith("[done 6/6") for line in lines) and "6 graded, 0 failed" in lines[-1]
 
     # again: nothing changed, nothing graded (no cluster even started)

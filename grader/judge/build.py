@@ -50,7 +50,7 @@ def compile_plan(cells: list, sandbox, scratch: Path, timeout_s: float = 600) ->
 
     from grader.cuda.toolchain import cache_root, default_arch, headers_digest, nvrtc_version
 
-    from .sandbox import SCRATCH, Bounded, sandbox_env
+    from .sandbox import SCRATCH, Bounded, python_executable, sandbox_env
 
     arch = default_arch()
     cache = cache_root() / "judge"
@@ -70,7 +70,7 @@ def compile_plan(cells: list, sandbox, scratch: Path, timeout_s: float = 600) ->
         work = scratch / "build"
         work.mkdir(exist_ok=True)
         (work / "cells.json").write_text(json.dumps(todo))
-        cmd = sandbox.command([sys.executable, "-P", "-s", "-m", "grader.judge.build", f"{SCRATCH}/build/cells.json",
+        cmd = sandbox.command([python_executable(), "-P", "-s", "-m", "grader.judge.build", f"{SCRATCH}/build/cells.json",
                                f"{SCRATCH}/build/out"], scratch, sandbox_env({"GRADER_CUDA_ARCH": arch}), gpu=False)
         box = Bounded(cmd, wall_s=timeout_s, memory_bytes=8 * 2**30, stdin=None, stdout=None,
                       stderr_path=work / "build.log")

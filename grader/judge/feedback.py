@@ -52,7 +52,7 @@ def execute(path_in: Path, path_out: Path, timeout_s: int = 600) -> None:
 
 def run(nb_json: dict, sandbox, scratch: Path, gpu: bool, env: dict | None = None):
     """Host side: execute ``nb_json`` in ``sandbox``; the executed notebook (dict) or None, and a note."""
-    from .sandbox import SCRATCH, Bounded, limit, memory_default, sandbox_env
+    from .sandbox import SCRATCH, Bounded, limit, memory_default, python_executable, sandbox_env
 
     work = scratch / "feedback"
     work.mkdir(exist_ok=True)
@@ -60,7 +60,7 @@ def run(nb_json: dict, sandbox, scratch: Path, gpu: bool, env: dict | None = Non
     extra = {"GRADER_JUDGED": "1", "GRADER_PRECOMPILED": f"{SCRATCH}/modules", "JUPYTER_RUNTIME_DIR": "/tmp/jupyter",
              **(env or {})}
     extra = {k: v for k, v in extra.items() if not (k == "GRADER_JUDGED" and v == "0")}
-    cmd = sandbox.command([sys.executable, "-P", "-s", "-m", "grader.judge.feedback", f"{SCRATCH}/feedback/in.ipynb",
+    cmd = sandbox.command([python_executable(), "-P", "-s", "-m", "grader.judge.feedback", f"{SCRATCH}/feedback/in.ipynb",
                            f"{SCRATCH}/feedback/out.ipynb"], scratch, sandbox_env(extra), gpu=gpu)
     box = Bounded(cmd, wall_s=limit("FEEDBACK_S", 1800), memory_bytes=memory_default(), stdin=None, stdout=None,
                   stderr_path=work / "feedback.log")

@@ -1,4 +1,5 @@
-"""Writing grades where nbgrader keeps them: the gradebook, and autograded/<student>/<assignment>/.
+"""Writing grades where nbgrader keeps them: the gradebook, and autograded/<student>/<assignment>/
+(the feedback notebooks, and ``grading.json``: the judge's findings, which grader.report reads).
 
 Only the host process writes here, from the judge's verdicts; no learner code ever runs with access
 to these files. The rows are the ones ``nbgrader autograde`` would write (a submission per student,
@@ -55,6 +56,24 @@ def save(coursedir, assignment: str, student: str, grades: list, notebooks: dict
     stamp = Path(coursedir.format_path(coursedir.submitted_directory, student, assignment)) / "timestamp.txt"
     if stamp.is_file():
         shutil.copy(stamp, out / "timestamp.txt")
+
+
+GRADING_JSON = "grading.json"
+
+
+def grading_path(coursedir, student: str, assignment: str) -> Path:
+    """``autograded/<student>/<assignment>/grading.json``: what the judge found for that student."""
+    return Path(coursedir.format_path(coursedir.autograded_directory, student, assignment)) / GRADING_JSON
+
+
+def save_grading(coursedir, assignment: str, student: str, data: dict) -> Path:
+    """Write one student's ``grading.json`` (grader.autograde.grading_record), whole or not at all."""
+    path = grading_path(coursedir, student, assignment)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{GRADING_JSON}.tmp")
+    tmp.write_text(json.dumps(data, indent=1, default=float))
+    tmp.replace(path)
+    return path
 
 
 def timestamp_of(coursedir, student: str, assignment: str) -> str | None:

@@ -46,6 +46,9 @@ class NotebookGrade:
     seconds: float = 0.0
     plan: object = None                             # what was graded (grader.judge.plan.Plan)
     timings: dict = field(default_factory=dict)     # seconds: build, peers, start (runner + its cells), tests
+    runner_gone: str = ""                           # why the learner's process stopped answering ("" if it never did)
+    unreadable: str = ""                            # why the submitted file could not be read as a notebook
+    speed_cells: dict = field(default_factory=dict)  # grade_id -> the problem its speed cell times
 
 
 def _free_names(source: str) -> set[str]:
@@ -72,11 +75,17 @@ def _module_names(plan) -> dict[str, dict]:
 
 def _speed_problems(plan, P) -> list:
     """The problems the plan's speed cells time (their peers are measured before the runner starts)."""
-    found = []
+    return [problem for problems in _speed_cells(plan, P).values() for problem in problems]
+
+
+def _speed_cells(plan, P) -> dict:
+    """grade_id -> the problems its cell times with ``grader.speed`` (cells that time none left out)."""
+    found = {}
     for test in plan.tests:
-        for name in re.findall(r"grader\.speed\(\s*\w+\s*,\s*P\.(\w+)", test["source"]):
-            if P is not None and hasattr(P, name):
-                found.append(getattr(P, name))
+        names = re.findall(r"grader\.speed\(\s*\w+\s*,\s*P\.(\w+)", test["source"])
+        problems = [getattr(P, n) for n in names if P is not None and hasattr(P, n)]
+        if problems:
+            found[test["grade_id"]] = problems
     return found
 
 
@@ -128,6 +137,7 @@ def grade(source_nb: Path, release_nb: Path, submission: Path | None, sandbox, *
         result.verdicts = [Verdict(t["grade_id"], 0.0, t["points"], why)
                            for t in plans.build(source_nb, release_nb, None).tests]
         result.notes.append(why)
+        result.unreadable = why
         result.plan = plans.build(source_nb, release_nb, None)
         return result
     result.plan = plan
@@ -141,6 +151,7 @@ def grade(source_nb: Path, release_nb: Path, submission: Path | None, sandbox, *
         ns: dict = {"__name__": "__judge__"}
         exec(compile(plan.imports or "", "<imports>", "exec"), ns)
         P = ns.get("P")
+        result.speed_cells = {gid: problems[0].name for gid, problems in _speed_cells(plan, P).items()}
         mark = time.monotonic()
         if gpu:                                    # the peers, on a GPU nothing else uses yet
             for problem in _speed_problems(plan, P):
@@ -192,6 +203,7 @@ def grade(source_nb: Path, release_nb: Path, submission: Path | None, sandbox, *
                     if kind == "function":
                         ns[name] = RemoteFunction(remote, name)
             result.verdicts.append(evaluate(test, ns))
+        result.runner_gone = remote.dead or ""
         result.log = remote.close()
         result.timings["tests"] = time.monotonic() - mark
     result.seconds = time.monotonic() - t0

@@ -7,14 +7,13 @@ reason (:class:`RunnerGone`), so the rest of the notebook is still graded.
 from __future__ import annotations
 
 import json
-import sys
 import threading
 import time
 from pathlib import Path
 
 from ..errors import CheckFailed
 from .protocol import ProtocolError, decode_value, encode_value, recv, send
-from .sandbox import SCRATCH, Bounded, limit, memory_default, sandbox_env
+from .sandbox import SCRATCH, Bounded, limit, memory_default, python_executable, sandbox_env
 
 # Host-side limits (seconds, GiB), read when used: $GRADER_JUDGE_NOTEBOOK_S (running the notebook's
 # cells, default 900), _REQUEST_S (one checked case or timing, 300), _WALL_S (the whole runner, 3 ×
@@ -37,7 +36,7 @@ class Remote:
         memory_bytes = int(limit("MEMORY_GB", memory_default() / 2**30) * 2**30)
         (scratch / "plan.json").write_text(plan.to_json())
         extra = {"GRADER_RUNNER": "1", "GRADER_PRECOMPILED": f"{SCRATCH}/modules", "MPLBACKEND": "Agg", **(env or {})}
-        cmd = sandbox.command([sys.executable, "-P", "-s", "-m", "grader.judge.runner", f"{SCRATCH}/plan.json"],
+        cmd = sandbox.command([python_executable(), "-P", "-s", "-m", "grader.judge.runner", f"{SCRATCH}/plan.json"],
                               scratch, sandbox_env(extra), gpu=gpu)
         self.log_path = scratch / "runner.log"
         self.box = Bounded(cmd, wall_s=wall_s, memory_bytes=memory_bytes, stderr_path=self.log_path)

@@ -54,6 +54,17 @@ def _python_roots() -> list[str]:
     return sorted(roots)
 
 
+def python_executable() -> str:
+    """This Python as the sandbox sees it: inside its environment's real folder. A worktree whose
+    ``.venv`` is a link to another checkout's environment has that folder bound at its real path
+    (_python_roots), not at the link's."""
+    exe = Path(sys.executable)
+    try:
+        return str(Path(sys.prefix).resolve() / exe.relative_to(sys.prefix))
+    except ValueError:
+        return str(exe)
+
+
 def _system_roots() -> list[str]:
     roots = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc", "/opt"]
     from ..cuda.toolchain import cuda_home
@@ -67,7 +78,7 @@ def _system_roots() -> list[str]:
 def sandbox_env(extra: dict | None = None) -> dict:
     """The environment inside: a fixed PATH and HOME, the grader first on PYTHONPATH, the variables
     of PASS_ENV that are set here, and ``extra``."""
-    python_bin = str(Path(sys.executable).parent)
+    python_bin = str(Path(python_executable()).parent)
     # the host's extra package folders (bound read-only: _python_roots), after the grader's mount
     checkout = PACKAGE.parent.resolve()
     extra_paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
