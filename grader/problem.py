@@ -9,7 +9,7 @@ What a problem needs to run is stated, not repeated at every call:
 
 * ``simulator`` — False for compiled CUDA C++ kernels, which Numba's simulator cannot run;
 * ``arch`` — the GPU it needs: ``"sm_80"`` (compute capability 8.0 or newer: bf16 mma.sync,
-  cp.async), ``"sm_90a"`` (a Hopper GPU: wgmma, TMA), ``"sm_100a"`` (a Blackwell GPU: tcgen05).
+  cp.async), ``"sm_90"`` (9.0 or newer: TMA), ``"sm_90a"`` (a Hopper GPU: wgmma, TMA), ``"sm_100a"`` (a Blackwell GPU: tcgen05).
 
 Where it cannot run, ``check`` and ``speed`` say why (``Problem.unavailable``) and earn nothing,
 without an error; the kernel is still compiled and its machine code graded by its SASS rubric.
@@ -35,6 +35,7 @@ DEFAULT_TOLERANCE = {
 #: What each architecture requirement means, for messages.
 ARCH_NAMES = {"sm_80": "an Ampere GPU or newer (compute capability 8.0+)",
               "sm_89": "an Ada GPU or newer (compute capability 8.9+)",
+              "sm_90": "a GPU with TMA, Hopper or newer (compute capability 9.0+: H100/H200, B200)",
               "sm_90a": "a Hopper GPU (H100/H200, sm_90a)",
               "sm_100a": "a Blackwell GPU (B200/GB200, sm_100a)"}
 

@@ -320,7 +320,45 @@ class CudaKernel:
                 kw["cluster"] = key[3]
             cfg = self._configs[key] = LaunchConfig(**kw)
         note_launch()
+        if any(hasattr(a, "param_address") for a in kargs):        # a tensor map, passed by value
+            return self._launch_by_value(kargs, key, _stream_for(stream, args))
         launch(_stream_for(stream, args), cfg, kernel, *kargs)
+
+    def _launch_by_value(self, kargs, key, stream):
+        """cuLaunchKernel with each parameter's bytes given by address: cuda.core takes scalars and
+        pointers only, so a 128-byte ``__grid_constant__`` tensor map (grader.cuda.tma) goes this way."""
+        import ctypes
+
+        import numpy as np
+        from cuda.bindings import driver
+
+        grid, block, shared, cluster = key
+        if cluster is not None:
+            raise LaunchError(f"{self.name}: a cluster launch with a tensor-map argument is not supported yet")
+        keep, ptrs = [], (ctypes.c_void_p * max(len(kargs), 1))()
+        for i, a in enumerate(kargs):
+            if hasattr(a, "param_address"):
+                keep.append(a)
+                ptrs[i] = a.param_address()
+            elif isinstance(a, np.generic) or _is_ctypes(a):
+                buf = ctypes.create_string_buffer(bytes(a) if _is_ctypes(a) else a.tobytes())
+                keep.append(buf)
+                ptrs[i] = ctypes.addressof(buf)
+            else:
+                raise LaunchError(f"{self.name}: argument {i} ({type(a).__name__}) cannot be passed beside a tensor map")
+        handle = self._get().handle
+        if isinstance(handle, driver.CUkernel):                  # a library kernel: its function in this context
+            err, func = driver.cuKernelGetFunction(handle)
+            if int(err) != 0:
+                raise LaunchError(f"{self.name}: cuKernelGetFunction failed ({err!r})")
+        else:
+            func = driver.CUfunction(int(handle))
+        g = (tuple(grid) + (1, 1))[:3] if isinstance(grid, tuple) else (grid, 1, 1)
+        b = (tuple(block) + (1, 1))[:3] if isinstance(block, tuple) else (block, 1, 1)
+        (err,) = driver.cuLaunchKernel(func, *g, *b, shared, driver.CUstream(int(stream.handle)),
+                                       ctypes.addressof(ptrs), 0)
+        if int(err) != 0:
+            raise LaunchError(f"{self.name}: launch failed ({err!r})")
 
 
 def _converter(p: Param, label: str):

@@ -30,6 +30,9 @@ wgmma.mma_async m64n8k16 .f32.f16.f16          sm_90a              ``HGMMA.64x8x
 wgmma.fence / wgmma.wait_group                 sm_90a              ``WARPGROUP.ARRIVE`` / ``WARPGROUP.DEPBAR.LE``
 fence.proxy.async.shared::cta                  sm_90a              ``FENCE.VIEW.ASYNC.S``
 cp.async.bulk.tensor.2d (TMA load)             sm_90a              ``UTMALDG.2D``
+cp.async.bulk.tensor.2d global.shared (store)  sm_90 sm_90a sm_100a ``UTMASTG.2D`` (commit: ``UTMACMDFLUSH``)
+fence.proxy.async.shared::cta                  sm_90 sm_90a sm_100a ``MEMBAR.ALL.CTA`` + ``FENCE.VIEW.ASYNC.S``
+fence.mbarrier_init.release.cluster            sm_90 sm_90a        ``FENCE.VIEW.ASYNC.S`` (the same opcode)
 mbarrier.try_wait / arrive.expect_tx           sm_90a              ``SYNCS.PHASECHK.TRANS64.TRYWAIT`` / ``SYNCS.ARRIVE.TRANS64``
 tcgen05.mma.cta_group::1.kind::f16             sm_100a             ``UTCHMMA``
 tcgen05.mma.cta_group::1.kind::f8f6f4          sm_100a             ``UTCQMMA``
@@ -60,7 +63,7 @@ from . import toolchain
 from .diagnostics import find_mangled, parse_ptxas_report
 
 __all__ = ["RubricFailed", "SassReport", "Instruction", "disassemble", "parse_sass", "opcodes",
-           "resource_usage", "require", "cubin_bytes", "run_cuobjdump"]
+           "resource_usage", "require", "require_fence", "cubin_bytes", "run_cuobjdump"]
 
 #: What a learner's C++ exercise holds until it is written (nbgrader's stub for C++ regions).
 STUB = "// YOUR CODE HERE"
@@ -278,6 +281,7 @@ _HINTS = {
     "LDSM": "no ldmatrix: load the fragments with ldmatrix (course::ldmatrix_x4)",
     "LDGSTS": "no cp.async: copy global->shared with cp.async (course::cp_async_16)",
     "UTMALDG": "no TMA load: use cp.async.bulk.tensor with a tensor map",
+    "UTMASTG": "no TMA store: use cp.async.bulk.tensor from shared to global with a tensor map",
     "LDL": "local memory loads: a per-thread array indexed at run time, or register spills",
     "STL": "local memory stores: a per-thread array indexed at run time, or register spills",
 }
@@ -330,3 +334,29 @@ def require(obj, kernel: str | None = None, present: Iterable[str] = (), absent:
                                "Write the kernel's missing part there, run the cell, then this check.", rep)
         raise RubricFailed(f"SASS rubric failed for {rep.kernel} [{arch}]:\n  - " + "\n  - ".join(rep.problems), rep)
     return rep
+
+
+def require_fence(obj, kernel: str | None = None, writes: str = "STS", fence: str = "FENCE.VIEW.ASYNC.S",
+                  reader: str = "UTMASTG", why: str = "fence.proxy.async.shared::cta") -> int:
+    """Every ``reader`` instruction must be preceded, since the last ``writes`` instruction before it
+    (in program order), by a ``fence``: shared-memory stores, the async-proxy fence, then the TMA
+    store that reads them. Raises :class:`RubricFailed` naming the unfenced reader; returns how many
+    readers were checked (at least one must exist)."""
+    funcs = _functions(obj)
+    sym = _resolve(obj, kernel, funcs)
+    last_write, fenced, checked, bad = None, False, 0, []
+    for ins in funcs[sym]:
+        if matches(writes, ins.opcode):
+            last_write, fenced = ins, False
+        elif matches(fence, ins.opcode):
+            fenced = True
+        elif matches(reader, ins.opcode):
+            checked += 1
+            if last_write is not None and not fenced:
+                bad.append(f"{ins.opcode} at /*{ins.offset:04x}*/ follows {last_write.opcode} at "
+                           f"/*{last_write.offset:04x}*/ with no {fence} between ({why})")
+    if not checked:
+        raise RubricFailed(f"{kernel or sym}: no {reader} instruction to check")
+    if bad:
+        raise RubricFailed(f"SASS rubric failed for {kernel or sym}:\n  - " + "\n  - ".join(bad))
+    return checked

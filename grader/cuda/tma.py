@@ -1,0 +1,136 @@
+"""Tensor maps for TMA (Hopper's bulk tensor copies), encoded from Python and passed by value.
+
+A kernel that moves tiles with ``cp.async.bulk.tensor`` names the tensor through a *tensor map*:
+128 opaque bytes the CUDA driver encodes (``cuTensorMapEncodeTiled``) from the tensor's address,
+sizes, row strides, the box one copy moves, the shared-memory swizzle and the out-of-bounds fill.
+The kernel takes it as a ``const __grid_constant__ course::TensorMap`` parameter
+(grader/include/tma.cuh); :meth:`grader.cuda.module.CudaKernel.__call__` passes a
+:class:`TensorMap` argument by value.
+
+:func:`layout_problems` states the hardware's rules (16-byte row strides, boxes of at most 256 per
+side, the swizzle span) and needs no GPU; :func:`tiled_2d` checks them, then encodes through
+``cuda.bindings.driver`` (a GPU driver is needed from there on).
+"""
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+
+#: Swizzle modes: the bytes of a box row the swizzle pattern spans (0: none).
+SWIZZLES = {"none": 0, "32B": 32, "64B": 64, "128B": 128}
+MAX_BOX = 256
+
+
+class TensorMap:
+    """An encoded tensor map: 128 bytes kept 64-byte aligned, passed to kernels by value."""
+
+    SIZE = 128
+
+    def __init__(self, raw: bytes, *, shape: tuple, box: tuple, dtype, swizzle: str):
+        if len(raw) != self.SIZE:
+            raise ValueError(f"a tensor map is {self.SIZE} bytes, got {len(raw)}")
+        self._buf = (ctypes.c_ubyte * (self.SIZE + 64))()
+        self._addr = ctypes.addressof(self._buf) + (-ctypes.addressof(self._buf)) % 64
+        ctypes.memmove(self._addr, raw, self.SIZE)
+        self.shape, self.box, self.dtype, self.swizzle = tuple(shape), tuple(box), np.dtype(dtype), swizzle
+
+    def param_address(self) -> int:
+        """Host address of the 128 bytes (the launch copies them into the kernel's parameters)."""
+        return self._addr
+
+    def __bytes__(self) -> bytes:
+        return ctypes.string_at(self._addr, self.SIZE)
+
+    def __repr__(self):
+        return (f"<TensorMap {self.dtype} {self.shape[0]}×{self.shape[1]}, box {self.box[0]}×{self.box[1]}, "
+                f"swizzle {self.swizzle}>")
+
+
+def layout_problems(shape: tuple, row_stride_bytes: int, itemsize: int, box: tuple, swizzle: str = "128B",
+                    address: int = 0) -> list[str]:
+    """Why TMA cannot describe a row-major 2-D tensor this way ([] when it can). shape and box are
+    (rows, columns); the rules are those of ``cuTensorMapEncodeTiled``."""
+    rows, cols = shape
+    brows, bcols = box
+    out = []
+    if swizzle not in SWIZZLES:
+        out.append(f"swizzle must be one of {', '.join(SWIZZLES)}, not {swizzle!r}")
+    if not (1 <= rows <= 2**32 and 1 <= cols <= 2**32):
+        out.append(f"each dimension must be 1 … 2^32 elements, not {rows} × {cols}")
+    if address % 16:
+        out.append(f"the tensor's address must be a multiple of 16 bytes (it is {address:#x})")
+    if rows > 1 and (row_stride_bytes % 16 or row_stride_bytes >= 2**40):
+        out.append(f"a row is {row_stride_bytes} B apart from the next: TMA needs a multiple of 16 B "
+                   f"(here: columns a multiple of {16 // itemsize})")
+    if not (1 <= brows <= MAX_BOX and 1 <= bcols <= MAX_BOX):
+        out.append(f"a box side must be 1 … {MAX_BOX} elements, not {brows} × {bcols}")
+    if (bcols * itemsize) % 16:
+        out.append(f"a box row must be a multiple of 16 B, not {bcols * itemsize} B")
+    span = SWIZZLES.get(swizzle, 0)
+    if span and bcols * itemsize > span:
+        out.append(f"with the {swizzle} swizzle a box row holds at most {span} B, not {bcols * itemsize} B")
+    return out
+
+
+def _data_type(dtype: np.dtype):
+    from cuda.bindings import driver as d
+
+    t = d.CUtensorMapDataType
+    table = {np.dtype(np.float32): t.CU_TENSOR_MAP_DATA_TYPE_FLOAT32, np.dtype(np.float16): t.CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+             np.dtype(np.uint16): t.CU_TENSOR_MAP_DATA_TYPE_UINT16, np.dtype(np.int16): t.CU_TENSOR_MAP_DATA_TYPE_UINT16,
+             np.dtype(np.uint8): t.CU_TENSOR_MAP_DATA_TYPE_UINT8, np.dtype(np.int32): t.CU_TENSOR_MAP_DATA_TYPE_INT32,
+             np.dtype(np.uint32): t.CU_TENSOR_MAP_DATA_TYPE_UINT32, np.dtype(np.float64): t.CU_TENSOR_MAP_DATA_TYPE_FLOAT64}
+    if dtype not in table:
+        raise ValueError(f"no tensor-map data type for {dtype}")
+    return table[dtype]
+
+
+def _torch_dtype_to_numpy(t) -> np.dtype:
+    name = str(t.dtype).replace("torch.", "")
+    return np.dtype({"bfloat16": "uint16"}.get(name, name))
+
+
+def tiled_2d(tensor, box: tuple, swizzle: str = "128B") -> TensorMap:
+    """The tensor map of a row-major 2-D device tensor (a torch tensor, or anything with
+    ``__cuda_array_interface__``): boxes of ``box`` = (rows, columns) elements, swizzled in shared
+    memory as ``swizzle`` says, zeros read past the edges (and writes past them dropped)."""
+    from cuda.bindings import driver as d
+
+    from .module import current_device
+
+    current_device()                                                  # the driver initialised, the device current
+    if hasattr(tensor, "data_ptr"):                                   # torch
+        address, shape = int(tensor.data_ptr()), tuple(tensor.shape)
+        dtype = _torch_dtype_to_numpy(tensor)
+        strides = tuple(s * tensor.element_size() for s in tensor.stride())
+    else:
+        cai = tensor.__cuda_array_interface__
+        address, shape, dtype = int(cai["data"][0]), tuple(cai["shape"]), np.dtype(cai["typestr"])
+        strides = cai.get("strides") or (shape[1] * dtype.itemsize, dtype.itemsize)
+    if len(shape) != 2:
+        raise ValueError(f"tiled_2d takes a 2-D tensor, not one of shape {shape}")
+    if strides[1] != dtype.itemsize:
+        raise ValueError("the tensor's columns must be contiguous (call .contiguous())")
+    problems = layout_problems(shape, strides[0], dtype.itemsize, box, swizzle, address)
+    if problems:
+        raise ValueError(f"TMA cannot describe a {shape[0]} × {shape[1]} {dtype} tensor: " + "; ".join(problems))
+    u64, u32 = d.cuuint64_t, d.cuuint32_t
+    mode = {"none": "NONE", "32B": "32B", "64B": "64B", "128B": "128B"}[swizzle]
+    err, tmap = d.cuTensorMapEncodeTiled(
+        _data_type(dtype), 2, address,
+        [u64(shape[1]), u64(shape[0])],            # sizes, innermost (columns) first
+        [u64(strides[0])],                         # bytes between rows (the innermost stride is implied)
+        [u32(box[1]), u32(box[0])],                # the box, innermost first
+        [u32(1), u32(1)],                          # every element (no strided boxes)
+        d.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        getattr(d.CUtensorMapSwizzle, f"CU_TENSOR_MAP_SWIZZLE_{mode}"),
+        d.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+        d.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)   # NONE: zeros past the edges
+    if int(err) != 0:
+        raise RuntimeError(f"cuTensorMapEncodeTiled failed ({err!r}) for a {shape} {dtype} tensor, box {box}")
+    return TensorMap(ctypes.string_at(int(tmap.getPtr()), TensorMap.SIZE), shape=shape, box=box, dtype=dtype,
+                     swizzle=swizzle)
+
+
+__all__ = ["TensorMap", "tiled_2d", "layout_problems", "SWIZZLES"]

@@ -1,0 +1,29 @@
+"""Writes solutions/05_hopper_blackwell/*.ipynb (chapter 05, Hopper and Blackwell) from tools/ch05_hopper/.
+
+Run from the repo root, then release: ``python tools/make_ch05_hopper.py && python -m grader release``.
+Re-running it rewrites its notebooks (without outputs) from their sources here.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tools.ch05_hopper import l01_tma  # noqa: E402
+from tools.nbbuild import write  # noqa: E402
+
+LESSONS = [l01_tma]
+
+
+def main() -> None:
+    out = ROOT / "solutions" / "05_hopper_blackwell"
+    out.mkdir(parents=True, exist_ok=True)
+    for lesson in LESSONS:
+        write(str(out / lesson.NAME), lesson.cells())
+        print("wrote", out / lesson.NAME)
+
+
+if __name__ == "__main__":
+    main()
