@@ -24,6 +24,7 @@ from grader.notebooks import cell_source, run_cells, run_source
 from grader.problems import attention as P
 from tests.conftest import ROOT, lesson, solution
 from tests.wrong import ch04_attention as W
+from tests.wrong import caught
 
 CH = "04_attention"
 NB1, NB2 = "01_naive_attention.ipynb", "02_flash_attention_cuda_cores.ipynb"
@@ -32,16 +33,6 @@ CPP = {  # notebook: (the %%cuda cell, the rubric cell, the module's name)
     "04_decoding.ipynb": ("v_decode", "test_decode_sass", "dec"),
     "05_mla_decode.ipynb": ("v_mla", "test_mla_sass", "mla"),
 }
-
-
-def caught(launch, problem) -> str | None:
-    """The first failure of the problem's graded checks (visible, then hidden sizes), or None."""
-    for hidden in (False, True):
-        try:
-            check(launch, problem, hidden=hidden, quiet=True)
-        except CheckFailed as e:
-            return str(e)
-    return None
 
 
 # ---------------------------------------------------------------- references

@@ -21,25 +21,16 @@ from types import SimpleNamespace
 import pytest
 
 import grader  # noqa: F401  (simulator first)
-from grader.check import CheckFailed, check
+from grader.check import check
 from grader.cuda import tma
 from grader.cuda.launch import LaunchShape
 from grader.notebooks import cell_source, run_cells, run_source
 from grader.problems import hopper as P
 from tests.conftest import ROOT, solution
 from tests.wrong import ch05_hopper as W
+from tests.wrong import caught
 
 CH, NB, CELL, RUBRIC, KERNEL = W.CHAPTER, W.NOTEBOOK, W.CELL, "test_tma_sass", "tma_transpose<Tp<8, 2>>"
-
-
-def caught(launch, problem) -> str | None:
-    """The first failure of the problem's graded checks (visible, then hidden sizes), or None."""
-    for hidden in (False, True):
-        try:
-            check(launch, problem, hidden=hidden, quiet=True)
-        except CheckFailed as e:
-            return str(e)
-    return None
 
 
 def reference() -> str:

@@ -12,17 +12,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tools.ch04_attention import l01_naive, l02_flash, l03_fa2, l04_decode, l05_mla  # noqa: E402
-from tools.nbbuild import write  # noqa: E402
+from tools.nbbuild import write_chapter  # noqa: E402
 
 LESSONS = [l01_naive, l02_flash, l03_fa2, l04_decode, l05_mla]
 
 
 def main() -> None:
-    out = ROOT / "solutions" / "04_attention"
-    out.mkdir(parents=True, exist_ok=True)
-    for lesson in LESSONS:
-        write(str(out / lesson.NAME), lesson.cells())
-        print("wrote", out / lesson.NAME)
+    write_chapter(ROOT, "04_attention", LESSONS)
 
 
 if __name__ == "__main__":

@@ -12,17 +12,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tools.ch05_hopper import l01_tma  # noqa: E402
-from tools.nbbuild import write  # noqa: E402
+from tools.nbbuild import write_chapter  # noqa: E402
 
 LESSONS = [l01_tma]
 
 
 def main() -> None:
-    out = ROOT / "solutions" / "05_hopper_blackwell"
-    out.mkdir(parents=True, exist_ok=True)
-    for lesson in LESSONS:
-        write(str(out / lesson.NAME), lesson.cells())
-        print("wrote", out / lesson.NAME)
+    write_chapter(ROOT, "05_hopper_blackwell", LESSONS)
 
 
 if __name__ == "__main__":

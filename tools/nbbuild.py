@@ -61,3 +61,15 @@ def write(path: str, cells: list) -> None:
     nbformat.validate(nb)
     nbformat.write(nb, path)
     _count = 0
+
+
+def write_chapter(root, chapter: str, lessons: list) -> None:
+    """Write ``solutions/<chapter>/`` from lesson modules (each has NAME and cells()); a generator
+    script (tools/make_ch0*.py) calls this with its chapter's lessons."""
+    from pathlib import Path
+
+    out = Path(root) / "solutions" / chapter
+    out.mkdir(parents=True, exist_ok=True)
+    for lesson in lessons:
+        write(str(out / lesson.NAME), lesson.cells())
+        print("wrote", out / lesson.NAME)
