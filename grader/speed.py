@@ -53,8 +53,10 @@ def _device_name() -> str:
 
 
 def timed(fn, *, label: str, work: dict, peer=None, peer_inputs: dict | None = None, size=None,
-          before_each=None, budget_s: float = 3.0) -> Measurement:
-    """Time ``fn`` and, in the same run, ``peer`` on ``peer_inputs`` (the candidate's device inputs)."""
+          before_each=None, budget_s: float = 3.0, timer=None) -> Measurement:
+    """Time ``fn`` and, in the same run, ``peer`` on ``peer_inputs`` (the candidate's device inputs).
+    ``timer``: grader.timing's EventTimer with its adaptive head start unless a dev/ study passes
+    another (the graded cells never do)."""
     m = Measurement(label=label, bytes=work.get("bytes"), flops=work.get("flops"))
     if SIMULATOR or RUNNER:
         m.note = "no GPU" if SIMULATOR else "not timed while grading"
@@ -62,7 +64,7 @@ def timed(fn, *, label: str, work: dict, peer=None, peer_inputs: dict | None = N
     m.device = _device_name()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        m.times_s = timing.time_call(fn, before_each=before_each, budget_s=budget_s)
+        m.times_s = timing.time_call(fn, before_each=before_each, budget_s=budget_s, timer=timer)
     if peer is not None:
         m.peer_name, m.peer_value = peers.measure(peer, peers.inputs_for(peer_inputs or {}, size, work), budget_s)
     return m
@@ -76,12 +78,50 @@ def bench(fn, *, label: str = "kernel", bytes: int | None = None, flops: int | N
                  before_each=before_each, budget_s=budget_s)
 
 
-def _setup(problem: Problem, size, seed: int):
-    """Inputs at ``size``, their device views, and poisoned outputs (flat, view) of the problem's kind."""
-    inputs = problem.make_inputs(np.random.default_rng(seed), size)
-    dev_in = arrays.device_args(inputs, problem.arrays)
-    outs = {k: arrays.output(shape, dtype, problem.arrays) for k, (shape, dtype) in problem.outputs(size, inputs).items()}
-    return inputs, dev_in, outs
+class TimedCase:
+    """One case of a problem on the device, as the timed runs use it: ``inputs`` (host), ``dev_in``
+    (their device views), ``outs`` ({name: (flat, view)}, poisoned, each inside a guard zone),
+    ``args`` (what the launch function takes: inputs, then output views) and, with ``repoisoned``,
+    :meth:`repoison` (the outputs back to their poisoned state, before each timed repetition). The
+    graded cell, the judge's runner and the dev/ scripts all time launches on one of these."""
+
+    def __init__(self, problem: Problem, size, seed: int = 0, repoisoned: bool = False):
+        self.problem, self.size = problem, size
+        self.inputs = problem.make_inputs(np.random.default_rng(seed), size)
+        self.dev_in = arrays.device_args(self.inputs, problem.arrays)
+        self.outs = {k: arrays.output(shape, dtype, problem.arrays)
+                     for k, (shape, dtype) in problem.outputs(size, self.inputs).items()}
+        self.args = list(self.dev_in.values()) + [view for _, view in self.outs.values()]
+        # copies of the poisoned outputs (device memory as large as the outputs: only when asked)
+        self._pristine = {k: arrays.clone(flat) for k, (flat, _) in self.outs.items()} if repoisoned else None
+
+    def repoison(self) -> None:
+        for k, (flat, _) in self.outs.items():
+            arrays.copy_into(flat, self._pristine[k])
+
+    def host_outputs(self) -> dict:
+        """{name: the output's flat buffer on the host}, guard zones included (grader.arrays.to_host)."""
+        return {k: arrays.to_host(flat, None) for k, (flat, _) in self.outs.items()}
+
+
+def timed_checked(launch, problem: Problem, *, timer=None, seed: int = 0, budget_s: float = 3.0) -> Measurement:
+    """The graded cell's timed runs, ungraded, for the dev/ studies of the timer: outputs re-poisoned
+    before each run, ``timer`` (grader.timing), the last run's outputs judged by grader.check's
+    verdict (CheckFailed if wrong) and the problem's peer on the same inputs. Check the kernel at
+    the problem's sizes first, as grader.speed does."""
+    from .check import Observation, verdict
+
+    size = problem.bench_size
+    case = TimedCase(problem, size, seed, repoisoned=True)
+    m = timed(lambda: launch(*case.args), label=problem.name, work=problem.work(size), peer=problem.peer,
+              peer_inputs=case.dev_in, size=size, before_each=case.repoison, budget_s=budget_s, timer=timer)
+    spec = problem.outputs(size, case.inputs)
+    obs = Observation(outputs={k: arrays.to_host(case.outs[k][0], dtype) for k, (_, dtype) in spec.items()},
+                      launched=True)
+    failures = verdict(problem, size, case.inputs, obs)
+    if failures:
+        raise CheckFailed(f"{problem.name}: the timed runs gave a wrong answer:\n" + "\n".join(failures))
+    return m
 
 
 def measure(launch, problem: Problem, label: str | None = None, *, size=None, peer="problem",
@@ -92,10 +132,9 @@ def measure(launch, problem: Problem, label: str | None = None, *, size=None, pe
     size = problem.bench_size if size is None else size
     if SIMULATOR or not_here(problem):
         return Measurement(label=label)
-    _, dev_in, outs = _setup(problem, size, 0)
-    args = list(dev_in.values()) + [view for _, view in outs.values()]
-    return timed(lambda: launch(*args), label=label, work=problem.work(size), peer=_peer(peer, problem),
-                 peer_inputs=dev_in, size=size, budget_s=budget_s)
+    case = TimedCase(problem, size)
+    return timed(lambda: launch(*case.args), label=label, work=problem.work(size), peer=_peer(peer, problem),
+                 peer_inputs=case.dev_in, size=size, budget_s=budget_s)
 
 
 def speed(launch, problem: Problem, points: float, *, target: float | None = None, floor: float | None = None,
@@ -139,16 +178,10 @@ def _timed_cell(launch, problem: Problem, points: float, target: float, floor: f
     from .integrity import verify
 
     size = problem.bench_size
-    inputs, dev_in, outs = _setup(problem, size, fresh_seed())
-    pristine = {k: arrays.clone(flat) for k, (flat, _) in outs.items()}
-    args = list(dev_in.values()) + [view for _, view in outs.values()]
-
-    def repoison():
-        for k, (flat, _) in outs.items():
-            arrays.copy_into(flat, pristine[k])
-
-    m = timed(lambda: launch(*args), label=problem.name, work=problem.work(size), peer=problem.peer,
-              peer_inputs=dev_in, size=size, before_each=repoison, budget_s=budget_s)
+    case = TimedCase(problem, size, fresh_seed(), repoisoned=True)
+    inputs, outs = case.inputs, case.outs
+    m = timed(lambda: launch(*case.args), label=problem.name, work=problem.work(size), peer=problem.peer,
+              peer_inputs=case.dev_in, size=size, before_each=case.repoison, budget_s=budget_s)
     verify(problem)
     want = problem.reference(**inputs)
     for k, (shape, dtype) in problem.outputs(size, inputs).items():
@@ -170,9 +203,8 @@ def sweep(launch, problem: Problem, sizes: list, budget_s: float = 0.5) -> list:
         return []
     rows = []
     for size in sizes:
-        _, dev_in, outs = _setup(problem, size, 0)
-        args = list(dev_in.values()) + [view for _, view in outs.values()]
-        m = timed(lambda: launch(*args), label=problem.name, work=problem.work(size), budget_s=budget_s)
+        case = TimedCase(problem, size)
+        m = timed(lambda: launch(*case.args), label=problem.name, work=problem.work(size), budget_s=budget_s)
         rows.append((size, m.value))
     return rows
 

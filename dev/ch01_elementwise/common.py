@@ -7,9 +7,9 @@ graded cell) and grader.peers (the copy ceiling). This module only:
 * loads the lessons' kernels as the solution notebooks define them (:func:`load`, grader.notebooks);
 * makes a problem's device arguments as grader.speed makes them (:func:`device_args`, grader.arrays);
 * reads the figure grader.speed measured, from the record it writes ($GRADER_RECORD) (:func:`graded`);
-* times with another timer than the graded one (:func:`speed_with_timer`), for the head-start study
-  of perf01_variants.py: the grader always uses grader.timing.EventTimer() with its adaptive head
-  start, and deliberately offers no other.
+* keeps :class:`FixedHeadStart`, the timer perf01_variants.py's head-start study passes to
+  grader.speed.timed_checked: the graded cells always use grader.timing.EventTimer() with its
+  adaptive head start.
 
 Import it first: it puts the repository on sys.path and imports grader (before numba).
 """
@@ -25,10 +25,9 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:          # run as a script: import the repository's grader
     sys.path.insert(0, str(ROOT))
 
-import numpy as np  # noqa: E402
-
 import grader  # noqa: E402  (before numba: it picks GPU or simulator)
-from grader import arrays, peers, timing  # noqa: E402
+from grader.speed import TimedCase  # noqa: E402
+from grader import timing  # noqa: E402
 from grader.notebooks import definitions  # noqa: E402
 
 SOL = ROOT / "solutions" / "01_elementwise"
@@ -62,11 +61,9 @@ def correct(launch, problem, sizes=None) -> str:
 
 def device_args(problem, size, seed: int = 0):
     """(inputs on the host, their device views, poisoned outputs {name: (flat, view)}) at ``size``,
-    as grader.speed makes them (grader.arrays: each array inside a poisoned guard zone)."""
-    inputs = problem.make_inputs(np.random.default_rng(seed), size)
-    dev_in = arrays.device_args(inputs, problem.arrays)
-    outs = {k: arrays.output(shape, dtype, problem.arrays) for k, (shape, dtype) in problem.outputs(size, inputs).items()}
-    return inputs, dev_in, outs
+    as grader.speed makes them (grader.speed.TimedCase)."""
+    case = TimedCase(problem, size, seed)
+    return case.inputs, case.dev_in, case.outs
 
 
 def args_of(dev_in: dict, outs: dict) -> list:
@@ -102,33 +99,3 @@ class FixedHeadStart(timing.EventTimer):
     @property
     def head_start_us(self) -> float:
         return self.microseconds
-
-
-def speed_with_timer(launch, problem, timer, budget_s: float = 2.0, seed: int = 0):
-    """grader.speed's timed runs with another ``timer`` (grader.timing.time_call: L2 flushed, outputs
-    re-poisoned before each run), the last run's outputs judged by grader.check's verdict (CheckFailed
-    if wrong, as grader.speed does), and the problem's peer measured on the same inputs (grader.peers):
-    a grader Measurement. Like grader.speed, check the kernel at the problem's sizes first."""
-    from grader.check import Observation, verdict
-
-    size = problem.bench_size
-    inputs, dev_in, outs = device_args(problem, size, seed)
-    pristine = {k: arrays.clone(flat) for k, (flat, _) in outs.items()}
-    args = args_of(dev_in, outs)
-
-    def repoison():
-        for k, (flat, _) in outs.items():
-            arrays.copy_into(flat, pristine[k])
-
-    work = problem.work(size)
-    m = timing.Measurement(label=problem.name, bytes=work["bytes"], flops=work["flops"],
-                           device=grader.device.info().name)
-    m.times_s = timing.time_call(lambda: launch(*args), before_each=repoison, timer=timer, budget_s=budget_s)
-    spec = problem.outputs(size, inputs)        # the last run's outputs, judged as grader.check judges
-    obs = Observation(outputs={k: arrays.to_host(outs[k][0], dtype) for k, (_, dtype) in spec.items()}, launched=True)
-    failures = verdict(problem, size, inputs, obs)
-    if failures:
-        raise grader.CheckFailed(f"{problem.name}: the timed runs gave a wrong answer:\n" + "\n".join(failures))
-    if problem.peer is not None:
-        m.peer_name, m.peer_value = peers.measure(problem.peer, peers.inputs_for(dev_in, size, work), budget_s)
-    return m

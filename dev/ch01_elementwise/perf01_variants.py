@@ -8,7 +8,7 @@ Candidates (perf01_kernels.py) are checked with grader.check and timed with grad
 problem's bench size, against the copy ceiling of this run (grader.peers.ceiling("copy")). The
 variance study times the graded path twice: grader.speed itself (its adaptive head start: the
 recorded measurement, common.graded), and the same timed runs with a fixed head start of 50 or
-1000 µs (common.speed_with_timer: grader.timing.time_call with another timer, the outputs
+1000 µs (grader.speed.timed_checked: grader.timing.time_call with another timer, the outputs
 re-poisoned before each run, the problem's peer on the same inputs). The fixed head start is kept
 outside the grader on purpose: the grader only uses the adaptive one.
 """
@@ -23,6 +23,7 @@ import common   # first: puts the repository on sys.path and imports grader
 import numpy as np
 
 import grader
+from grader.speed import timed_checked
 from grader.problems import elementwise as P
 
 import perf01_kernels as K
@@ -107,7 +108,7 @@ def main():
               flush=True)
 
     # ---- the graded path under different conditions: grader.speed itself (adaptive head start), and
-    # its timed runs with a fixed head start (common.speed_with_timer), with or without a busy thread
+    # its timed runs with a fixed head start (grader.speed.timed_checked), with or without a busy thread
     print("\ngrader.speed(launch, P.bias_gelu) / P.transpose / P.saxpy: the graded path")
     busy = {"on": False}
 
@@ -138,7 +139,7 @@ def main():
                 pts, rec = common.graded(launch, problem, points=2, budget_s=2.0)
                 value, median_s, runs, spread, tail = rec["value"], rec["median_ms"] / 1e3, rec["runs"], rec["spread"], ""
             else:                         # its timed runs with a fixed head start
-                pts, m = "-", common.speed_with_timer(launch, problem, common.FixedHeadStart(sleep_us), budget_s=2.0)
+                pts, m = "-", timed_checked(launch, problem, timer=common.FixedHeadStart(sleep_us), budget_s=2.0)
                 value, median_s, runs, spread = m.value, m.median_s, len(m.times_s), m.spread
                 tail = f"  p90/min {np.percentile(m.times_s, 90) / min(m.times_s):.2f}"
             line = (f"  {label:44s} {value:7,.0f} GB/s {100 * value / copy_bw:5.1f}%  median {median_s * 1e3:.3f} ms"

@@ -10,9 +10,8 @@ peer, run on the problem's own inputs). This module only:
 * checks many launch functions against one reference (:func:`checker`: run_case + verdict, the
   reference of a large input computed once instead of once per check);
 * reads the figure grader.speed measured, from the record it writes ($GRADER_RECORD) (:func:`graded`);
-* times grader.speed's runs with another timer than the graded one (:func:`speed_with_timer`), for
-  perf.py's head-start study: the grader always uses grader.timing.EventTimer() with its adaptive
-  head start, and deliberately offers no other.
+* the head-start study of perf.py times through grader.speed.timed_checked with another timer; the
+  graded cells always use grader.timing.EventTimer() with its adaptive head start.
 
 Import it first: it puts the repository on sys.path and imports grader (before numba).
 """
@@ -31,7 +30,7 @@ if str(ROOT) not in sys.path:          # run as a script: import the repository'
 import numpy as np  # noqa: E402
 
 import grader  # noqa: E402  (before numba: it picks GPU or simulator)
-from grader import arrays, peers, timing  # noqa: E402
+from grader.speed import TimedCase  # noqa: E402
 from grader.notebooks import run_cells  # noqa: E402
 
 SOL = ROOT / "solutions" / "02_reduce"
@@ -44,11 +43,9 @@ def load(notebook: str, cell_ids: list) -> dict:
 
 def device_args(problem, size, seed: int = 0):
     """(inputs on the host, their device views, poisoned outputs {name: (flat, view)}) at ``size``,
-    as grader.speed makes them (grader.arrays: each array inside a poisoned guard zone)."""
-    inputs = problem.make_inputs(np.random.default_rng(seed), size)
-    dev_in = arrays.device_args(inputs, problem.arrays)
-    outs = {k: arrays.output(shape, dtype, problem.arrays) for k, (shape, dtype) in problem.outputs(size, inputs).items()}
-    return inputs, dev_in, outs
+    as grader.speed makes them (grader.speed.TimedCase)."""
+    case = TimedCase(problem, size, seed)
+    return case.inputs, case.dev_in, case.outs
 
 
 def args_of(dev_in: dict, outs: dict) -> list:
@@ -86,33 +83,3 @@ def graded(launch, problem, points: float = 2, **kw) -> tuple:
                 os.environ["GRADER_RECORD"] = before
         rows = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
     return pts, next((r for r in reversed(rows) if r.get("kind") == "speed"), {})
-
-
-def speed_with_timer(launch, problem, timer, budget_s: float = 3.0, seed: int = 0):
-    """grader.speed's timed runs with another ``timer`` (grader.timing.time_call: L2 flushed, outputs
-    re-poisoned before each run), the last run's outputs judged by grader.check's verdict (CheckFailed
-    if wrong, as grader.speed does), and the problem's peer measured on the same inputs (grader.peers):
-    a grader Measurement. Like grader.speed, check the kernel at the problem's sizes first."""
-    from grader.check import Observation, verdict
-
-    size = problem.bench_size
-    inputs, dev_in, outs = device_args(problem, size, seed)
-    pristine = {k: arrays.clone(flat) for k, (flat, _) in outs.items()}
-    args = args_of(dev_in, outs)
-
-    def repoison():
-        for k, (flat, _) in outs.items():
-            arrays.copy_into(flat, pristine[k])
-
-    work = problem.work(size)
-    m = timing.Measurement(label=problem.name, bytes=work["bytes"], flops=work["flops"],
-                           device=grader.device.info().name)
-    m.times_s = timing.time_call(lambda: launch(*args), before_each=repoison, timer=timer, budget_s=budget_s)
-    spec = problem.outputs(size, inputs)        # the last run's outputs, judged as grader.check judges
-    obs = Observation(outputs={k: arrays.to_host(outs[k][0], dtype) for k, (_, dtype) in spec.items()}, launched=True)
-    failures = verdict(problem, size, inputs, obs)
-    if failures:
-        raise grader.CheckFailed(f"{problem.name}: the timed runs gave a wrong answer:\n" + "\n".join(failures))
-    if problem.peer is not None:
-        m.peer_name, m.peer_value = peers.measure(problem.peer, peers.inputs_for(dev_in, size, work), budget_s)
-    return m

@@ -5,7 +5,7 @@
 1. The timer: the sleep kernel's real length, the host time of each launch function, whether the
    output re-poisoning (a device-to-device copy) blocks the host, and the graded path for the sum:
    grader.speed itself (the adaptive head start), and its timed runs with the old fixed 50 µs head
-   start (common.speed_with_timer: grader.timing.time_call with EventTimer(adaptive=False), outputs
+   start (grader.speed.timed_checked: grader.timing.time_call with EventTimer(adaptive=False), outputs
    re-poisoned, the problem's peer on the same inputs). The fixed head start and the timer's
    internals (its sleep kernel, its step length) are looked at here on purpose: the grader only
    uses the adaptive head start.
@@ -26,6 +26,7 @@ import traceback
 import common   # first: puts the repository on sys.path and imports grader
 
 import grader
+from grader.speed import timed_checked
 import numpy as np
 from grader import arrays, timing
 from grader.problems import reduce as P
@@ -47,7 +48,7 @@ def graded(launch, problem, adaptive=True) -> dict:
     (adaptive head start), or its timed runs with the fixed 50 µs head start."""
     if adaptive:
         return common.graded(launch, problem, points=2)[1]
-    return common.speed_with_timer(launch, problem, timing.EventTimer(adaptive=False)).as_dict()
+    return timed_checked(launch, problem, timer=timing.EventTimer(adaptive=False)).as_dict()
 
 
 def host_us(fn, n=30):

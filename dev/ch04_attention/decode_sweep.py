@@ -19,10 +19,11 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 import grader  # noqa: E402,F401
-from grader import arrays, peers, timing  # noqa: E402
+from grader import peers, timing  # noqa: E402
 from grader.notebooks import cell_source, run_source  # noqa: E402
 from grader.problems import attention as P  # noqa: E402
 from grader.problems import attention_launch as AL  # noqa: E402
+from grader.speed import TimedCase  # noqa: E402
 
 NB = ROOT / "solutions" / "04_attention" / "04_decoding.ipynb"
 #          BN  warps stages min-blocks
@@ -43,10 +44,7 @@ def compile_variant(cfg) -> object:
 
 
 def timed(launch, problem, size) -> float:
-    inputs = problem.make_inputs(np.random.default_rng(1), size)
-    dev_in = arrays.device_args(inputs, problem.arrays)
-    outs = {k: arrays.output(shape, dtype, problem.arrays) for k, (shape, dtype) in problem.outputs(size, inputs).items()}
-    args = list(dev_in.values()) + [v for _, v in outs.values()]
+    args = TimedCase(problem, size, 1).args
     return float(np.median(timing.time_call(lambda: launch(*args), budget_s=0.6)))
 
 
@@ -58,9 +56,8 @@ def main() -> None:
     results = []
     for problem in (P.decode, P.decode_paged):
         size = problem.bench_size
-        inputs = problem.make_inputs(np.random.default_rng(1), size)
-        name, copy = peers.measure(problem.peer, peers.inputs_for(arrays.device_args(inputs, problem.arrays), size,
-                                                                   problem.work(size)), 1.0)
+        case = TimedCase(problem, size, 1)
+        name, copy = peers.measure(problem.peer, peers.inputs_for(case.dev_in, size, problem.work(size)), 1.0)
         print(f"{problem.name}: peer {name} {copy:.0f} GB/s")
         results.append((problem, copy))
     for cfg in CONFIGS:

@@ -23,10 +23,11 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 import grader  # noqa: E402,F401
-from grader import arrays, timing  # noqa: E402
+from grader import timing  # noqa: E402
 from grader.check import wait_for_gpu  # noqa: E402
 from grader.notebooks import cell_source, run_cells, run_source  # noqa: E402
 from grader.problems import attention as P  # noqa: E402
+from grader.speed import TimedCase  # noqa: E402
 
 CH = ROOT / "solutions" / "04_attention"
 LESSONS = {  # notebook: (%%cuda cell, module name, [(launch, problem)])
@@ -45,11 +46,7 @@ def launches(notebook: str) -> dict:
 
 
 def measure(launch, problem, profile: bool) -> None:
-    size = problem.bench_size
-    inputs = problem.make_inputs(np.random.default_rng(1), size)
-    dev_in = arrays.device_args(inputs, problem.arrays)
-    outs = {k: arrays.output(shape, dtype, problem.arrays) for k, (shape, dtype) in problem.outputs(size, inputs).items()}
-    args = list(dev_in.values()) + [view for _, view in outs.values()]
+    args = TimedCase(problem, problem.bench_size, 1).args
     events = float(np.median(timing.time_call(lambda: launch(*args), budget_s=1.0)))
     for reps in (200, 1000):
         wait_for_gpu()
@@ -74,11 +71,7 @@ def measure(launch, problem, profile: bool) -> None:
 
 def decode_kernel_and_args(ns):
     """The decode lesson's kernel and the 17 arguments its launch function passes at the timed size."""
-    problem = P.decode
-    size = problem.bench_size
-    inputs = problem.make_inputs(np.random.default_rng(1), size)
-    dev_in = arrays.device_args(inputs, problem.arrays)
-    outs = {k: arrays.output(shape, dtype, problem.arrays) for k, (shape, dtype) in problem.outputs(size, inputs).items()}
+    case = TimedCase(P.decode, P.decode.bench_size, 1)
     captured = {}
     kernel = ns["kernels"][0]                     # the lesson's decode<Dec<128>>
     real = kernel.launch
@@ -87,7 +80,7 @@ def decode_kernel_and_args(ns):
         captured["args"] = args
         return real(grid, *args, **kw)
     kernel.launch = spy
-    ns["launch_decode"](*dev_in.values(), *[v for _, v in outs.values()])
+    ns["launch_decode"](*case.args)
     kernel.launch = real
     return kernel, captured["args"]
 

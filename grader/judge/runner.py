@@ -134,48 +134,34 @@ class Runner:
     def time(self, head: dict) -> tuple[dict, dict]:
         """Time the launch as grader.speed does: outputs poisoned before each repetition, the L2
         flushed, events around the call. Returns the times and the last repetition's outputs."""
-        import numpy as np
-
-        from grader import arrays, timing
+        from grader import timing
+        from grader.speed import TimedCase
 
         problem, (size, seed) = self._problem(head["problem"]), head["objects"]["case"]
         launch = self.ns[head["name"]]
-        inputs = problem.make_inputs(np.random.default_rng(seed), size)
-        dev_in = arrays.device_args(inputs, problem.arrays)
-        outs = {k: arrays.output(shape, dtype, problem.arrays) for k, (shape, dtype) in problem.outputs(size, inputs).items()}
-        pristine = {k: arrays.clone(flat) for k, (flat, _) in outs.items()}
-        args = list(dev_in.values()) + [view for _, view in outs.values()]
-
-        def repoison():
-            for k, (flat, _) in outs.items():
-                arrays.copy_into(flat, pristine[k])
-
-        times = timing.time_call(lambda: launch(*args), before_each=repoison, budget_s=float(head.get("budget_s", 3.0)))
-        self.timed = (launch, args, outs, pristine, problem)
+        case = TimedCase(problem, size, seed, repoisoned=True)
+        times = timing.time_call(lambda: launch(*case.args), before_each=case.repoison,
+                                 budget_s=float(head.get("budget_s", 3.0)))
+        self.timed = (launch, case)
         return {"times": times}, self._outputs()
 
     def _outputs(self) -> dict:
-        from grader import arrays
-
-        _, _, outs, _, problem = self.timed
-        return {f"out:{k}": arrays.to_host(flat, None) for k, (flat, _) in outs.items()}
+        _, case = self.timed
+        return {f"out:{k}": v for k, v in case.host_outputs().items()}
 
     def burst(self, head: dict) -> tuple[dict, dict]:
         """``prepare``: poison the outputs and wait; then ``reps`` launches back to back and wait
         (the judge's clock runs around this second request alone)."""
         import importlib
 
-        from grader import arrays
-
         check = importlib.import_module("grader.check")     # (grader.check is also the verb)
 
-        launch, args, outs, pristine, _ = self.timed
+        launch, case = self.timed
         if head.get("prepare"):
-            for k, (flat, _) in outs.items():
-                arrays.copy_into(flat, pristine[k])
+            case.repoison()
         else:
             for _ in range(int(head["reps"])):
-                launch(*args)
+                launch(*case.args)
         check.wait_for_gpu()
         return {"done": True}, {}
 
