@@ -111,6 +111,20 @@ __device__ __forceinline__ unsigned pack_bf16x2(unsigned lo, unsigned hi) {
   return r;
 }
 
+// ---- registers -> tensor memory: warp-wide, 32x32b (lane i of the warp writes lane base + i) ---
+__device__ __forceinline__ void tmem_st1(unsigned taddr, unsigned v) {
+  asm volatile("tcgen05.st.sync.aligned.32x32b.x1.b32 [%0], {%1};\n" :: "r"(taddr), "r"(v) : "memory");
+}
+__device__ __forceinline__ void tmem_st4(unsigned taddr, unsigned v0, unsigned v1, unsigned v2, unsigned v3) {
+  asm volatile("tcgen05.st.sync.aligned.32x32b.x4.b32 [%0], {%1, %2, %3, %4};\n"
+               :: "r"(taddr), "r"(v0), "r"(v1), "r"(v2), "r"(v3) : "memory");
+}
+__device__ __forceinline__ void tmem_wait_st() { asm volatile("tcgen05.wait::st.sync.aligned;\n" ::: "memory"); }
+// A plain arrival on an mbarrier (no transaction bytes).
+__device__ __forceinline__ void mbar_arrive(unsigned long long* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" :: "r"(smem_u32(bar)) : "memory");
+}
+
 // ---- shared memory -> tensor memory (the scale factors): one thread issues it ------------------
 // 32x128b.warpx4: 32 rows of 16 bytes (described by an smem descriptor, no swizzle) copied to
 // lanes 0-31 and repeated into each warp's quarter (lanes 32-63, 64-95, 96-127).
