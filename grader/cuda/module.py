@@ -333,8 +333,6 @@ class CudaKernel:
         from cuda.bindings import driver
 
         grid, block, shared, cluster = key
-        if cluster is not None:
-            raise LaunchError(f"{self.name}: a cluster launch with a tensor-map argument is not supported yet")
         keep, ptrs = [], (ctypes.c_void_p * max(len(kargs), 1))()
         for i, a in enumerate(kargs):
             if hasattr(a, "param_address"):
@@ -355,8 +353,20 @@ class CudaKernel:
             func = driver.CUfunction(int(handle))
         g = (tuple(grid) + (1, 1))[:3] if isinstance(grid, tuple) else (grid, 1, 1)
         b = (tuple(block) + (1, 1))[:3] if isinstance(block, tuple) else (block, 1, 1)
-        (err,) = driver.cuLaunchKernel(func, *g, *b, shared, driver.CUstream(int(stream.handle)),
-                                       ctypes.addressof(ptrs), 0)
+        if cluster is None:
+            (err,) = driver.cuLaunchKernel(func, *g, *b, shared, driver.CUstream(int(stream.handle)),
+                                           ctypes.addressof(ptrs), 0)
+        else:                                                    # clusters: cuLaunchKernelEx, one attribute
+            cfg = driver.CUlaunchConfig()
+            cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = g
+            cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = b
+            cfg.sharedMemBytes, cfg.hStream = shared, driver.CUstream(int(stream.handle))
+            attr = driver.CUlaunchAttribute()
+            attr.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+            c = (tuple(cluster) + (1, 1))[:3] if isinstance(cluster, tuple) else (cluster, 1, 1)
+            attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = c
+            cfg.attrs, cfg.numAttrs = [attr], 1
+            (err,) = driver.cuLaunchKernelEx(cfg, func, ctypes.addressof(ptrs), 0)
         if int(err) != 0:
             raise LaunchError(f"{self.name}: launch failed ({err!r})")
 
