@@ -281,8 +281,10 @@ def exp2_coefficients(degree: int) -> tuple:
 def exp2_fma(x, coeffs) -> np.ndarray:
     """2^x the way FA4 computes it on the FMA units, in fp32: n = ⌊x⌋, f = x − n ∈ [0, 1),
     p = c_d·f + c_{d−1} … by Horner (one FMA a step), then n added to p's exponent field (an integer
-    add of n·2^23 to its bits). x is clamped to [−126, 127] first (fp32's normal range)."""
-    x = np.clip(np.asarray(x, dtype=np.float32), np.float32(-126), np.float32(127))
+    add of n·2^23 to its bits). x is clamped to [−125, 127] first: p(0) is a hair under 1, so below
+    −125 the result would be subnormal, where adding to the exponent field is wrong (FA4 meets only
+    x ≤ 0 there, and 2^-125 is zero for a softmax weight)."""
+    x = np.clip(np.asarray(x, dtype=np.float32), np.float32(-125), np.float32(127))
     n = np.floor(x)
     f = (x - n).astype(np.float32)
     c = [np.float32(v) for v in coeffs]
@@ -295,11 +297,11 @@ def exp2_fma(x, coeffs) -> np.ndarray:
 
 def check_exp2(fn, degree: int = 3, quiet: bool = False) -> float:
     """Grade a learner's ``fn(xs, coeffs) -> list`` (FA4's exp2): with :func:`exp2_coefficients` its
-    relative error must stay within :func:`exp2_bound` on a grid over [−126, 127) and random points;
+    relative error must stay within :func:`exp2_bound` on a grid over [−125, 127) and random points;
     with other coefficients it must equal :func:`exp2_fma`'s (the same polynomial, so the learner's
     function really evaluates the coefficients it is given). Returns the worst relative error."""
     rng = np.random.default_rng()
-    xs = np.concatenate([np.linspace(-126, 126.99, 4001), rng.uniform(-30, 30, 2000), [-1.0, 0.0, 0.5, 1.0, 10.25]])
+    xs = np.concatenate([np.linspace(-125, 126.99, 4001), rng.uniform(-30, 30, 2000), [-1.0, 0.0, 0.5, 1.0, 10.25]])
     xs = xs.astype(np.float32)
     coeffs = exp2_coefficients(degree)
     got = np.asarray(fn(xs.tolist(), list(coeffs)), dtype=np.float64)
