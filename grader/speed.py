@@ -155,7 +155,7 @@ def _speed(launch, problem: Problem, points: float, target, floor, budget_s: flo
     target = problem.target if target is None else target
     floor = problem.floor if floor is None else floor
     verify(problem)
-    why = "no GPU" if SIMULATOR else not_here(problem)
+    why = not_here(problem) or ("no GPU" if SIMULATOR else None)      # a compiled kernel says which GPU it needs
     if why:
         return speed_points(Measurement(label=problem.name, note=why), target=target, floor=floor, points=points)
     refuse_if_context_lost()

@@ -102,7 +102,7 @@ class Judged:
               floor: float | None = None, budget_s: float = 3.0) -> float:
         target = problem.target if target is None else target
         floor = problem.floor if floor is None else floor
-        why = "no GPU" if self.simulator else problem.unavailable(False, self.cc)
+        why = problem.unavailable(self.simulator, self.cc) or ("no GPU" if self.simulator else None)
         if why:
             return speed_points(Measurement(label=problem.name, note=why), target=target, floor=floor, points=points)
         launch = self._launch(launch)
