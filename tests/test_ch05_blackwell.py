@@ -306,6 +306,24 @@ def test_the_cells_compiled_default_arch_build_the_exp2_kernel_everywhere():
         sass.require(m, "exp2_poly", present=["FFMA"], absent=["MUFU.EX2"])
 
 
+def test_the_cute_dsl_cell_skips_cleanly_or_compiles_for_sm_100a(tmp_path):
+    """The CuTe DSL is optional: without it the cell says so; with it (here, not in CI) the kernel
+    compiles for sm_100a with no GPU and its SASS holds the three FFMAs and no MUFU."""
+    import importlib.util
+    import subprocess
+    import sys
+
+    script = tmp_path / "cute_dsl_cell.py"               # the DSL reads its kernels' source from a file
+    script.write_text("import grader, numpy as np\nfrom grader.cuda import sass\n"
+                      "from grader.problems import blackwell as P\n" + source("cute_dsl") + "\n")
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=ROOT,
+                       env={**__import__("os").environ, "PYTHONPATH": str(ROOT), "CUDA_VISIBLE_DEVICES": ""})
+    if importlib.util.find_spec("cutlass") is None:
+        assert "CuTe DSL not installed" in r.stdout and "skipped" in r.stdout, r.stdout + r.stderr
+    else:
+        assert "compiled for sm_100a: FFMA 3, MUFU 0" in r.stdout, r.stdout + r.stderr
+
+
 # ---------------------------------------------------------------- on a GPU
 def _cc():
     from grader.cuda.toolchain import compute_capability

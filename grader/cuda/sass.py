@@ -14,8 +14,9 @@ opcode is equal or continues with ``"."``.  ``require`` returns a
 :class:`SassReport` and raises :class:`RubricFailed` (an ``AssertionError``)
 naming what is missing and what is forbidden but present.
 
-Opcodes confirmed on builds made here (NVRTC 13.5 -> cubin, cuobjdump 13.5;
-``tests/test_cuda.py::test_confirmed_opcodes`` keeps them honest):
+Opcodes confirmed on builds made here (NVRTC 13.5 -> cubin, cuobjdump 13.5; the tcgen05 rows also
+with nvcc 13.0.88; ``tests/test_cuda.py::test_confirmed_opcodes`` and, for tcgen05,
+``tests/test_ch05_blackwell.py`` keep them honest):
 
 =============================================  ==================  ==========================================
 PTX / source                                   targets checked     SASS opcode as cuobjdump prints it
@@ -38,6 +39,12 @@ tcgen05.mma.cta_group::1.kind::f16             sm_100a             ``UTCHMMA``
 tcgen05.mma.cta_group::1.kind::f8f6f4          sm_100a             ``UTCQMMA``
 tcgen05.ld.sync.aligned.32x32b                 sm_100a             ``LDTM``
 tcgen05.alloc                                  sm_100a             ``UTCATOMSWS.FIND_AND_SET.ALIGN``
+tcgen05.mma.cta_group::2.kind::f16             sm_100a             ``UTCHMMA.2CTA`` (alloc: ``UTCATOMSWS.2CTA...``)
+tcgen05.mma.kind::mxf8f6f4.block_scale         sm_100a             ``UTCQMMA`` with a third ``tmem[...]`` operand
+tcgen05.mma.kind::mxf4nvf4.block_scale.4X      sm_100a             ``UTCOMMA.4X`` (``scale_vec::2X``: ``UTCOMMA``)
+tcgen05.commit (cta_group::2 multicast)        sm_100a             ``UTCBAR`` (``UTCBAR.2CTA.MULTICAST``)
+tcgen05.dealloc / relinquish_alloc_permit      sm_100a             ``UTCATOMSWS.AND`` / ``UVIRTCOUNT.DEALLOC.SMPOOL``
+tcgen05.st.32x32b / tcgen05.cp 32x128b.warpx4  sm_100a             ``STTM`` / ``UTCCP.T.S.4x32dp128bit``
 per-thread array indexed at run time           sm_80 sm_89 sm_90a  ``STL`` / ``LDL`` (ptxas: "N bytes stack frame")
 naive fp32 dot product loop                    sm_80 sm_90a        ``FFMA`` (no ``HMMA``)
 =============================================  ==================  ==========================================
@@ -282,6 +289,9 @@ _HINTS = {
     "LDGSTS": "no cp.async: copy global->shared with cp.async (course::cp_async_16)",
     "UTMALDG": "no TMA load: use cp.async.bulk.tensor with a tensor map",
     "UTMASTG": "no TMA store: use cp.async.bulk.tensor from shared to global with a tensor map",
+    "UTCHMMA": "no tcgen05.mma: needs an sm_100a target and course::umma_f16 (one thread issues it)",
+    "UTCATOMSWS": "tensor memory is not allocated or not freed: tcgen05.alloc / tcgen05.dealloc, one whole warp",
+    "UVIRTCOUNT": "no tcgen05.relinquish_alloc_permit after the allocation",
     "LDL": "local memory loads: a per-thread array indexed at run time, or register spills",
     "STL": "local memory stores: a per-thread array indexed at run time, or register spills",
 }
