@@ -395,13 +395,17 @@ Low-precision formats carry a **scale factor per small block** of K:
 
 C = Σ_k (A[m, k]·sa[m, k/V]) · (B[n, k]·sb[n, k/V]), the scaling done inside the MMA. Both operands
 are K-major here (A (M, K), B (N, K): a "TN" GEMM; the 4-bit kinds take no other layout). The scale
-factors live in **tensor memory** beside the accumulator, one TMEM lane per row of A (and of B):
-for MXFP8 one 32-bit column per stage holds the 4 scales of a row for the stage's 4 MMAs, and the
-instruction descriptor's *scale-factor id* (bits 29–30 for A, 4–5 for B) picks the byte; for NVFP4
-each MMA spans 64 values = 4 blocks of 16, so column j holds MMA j's four scales. Warps 2–5 write
-them with `tcgen05.st` (registers → TMEM), then arrive on a barrier the MMA thread waits for.
+factors live in **tensor memory** beside the accumulator, in atoms of 128 rows × 4 blocks of K: four
+32-bit columns in which lane r holds, in column i, the four block scales of row r + 32·i (byte k for
+block k), the same 32 lanes repeated in each quarter of the lanes — the layout CUTLASS's scale-factor
+copy (`tcgen05.cp.32x128b.warpx4` of a 128 × 4 tile, the "128×4" layout cuBLAS and cuDNN also keep
+scales in) produces. MXFP8: a stage's 4 MMAs (K = 32 each) share one atom, and the instruction
+descriptor's *scale-factor id* (bits 29–30 for A, 4–5 for B) tells each MMA which byte is its
+block. NVFP4: each MMA spans 64 values = 4 blocks of 16, a whole atom. Warps 2–5 write the atoms
+with `tcgen05.st` (registers → TMEM), then arrive on a barrier the MMA thread waits for.
 The scale-factor placement is the part of this lesson least certain to be right before it runs on a
-B200: if the values come out wrong by powers of two in blocks of 32 (or 16) columns of K, look there.
+B200 (it is read from CUTLASS's copy, not from a run): if the values come out wrong by powers of two in
+blocks of 32 (or 16) columns of K, or by rows in groups of 32, look there.
 NVFP4 as used in practice also carries one fp32 scale per tensor, which is a multiplication of C and
 is left out here.
 """),

@@ -9,10 +9,13 @@ using course::TensorMap;
 //   NVFP4: e2m1 values packed two a byte (low nibble first), ue4m3 scales, V = 16:
 //          kind::mxf4nvf4.block_scale.scale_vec::4X
 // A 128 × 128 tile of C per CTA; a stage is 128 bytes of K (128 fp8 / 256 fp4 values), 4 MMAs of
-// 32 bytes each. The scale factors live in tensor memory beside the accumulator: lane r holds row r
-// of A's (and of B's) scales. MXFP8: one 32-bit column per stage, byte j for MMA j (the
-// descriptor's scale-factor id says which byte). NVFP4: 4 columns per stage, column j for MMA j,
-// its 4 bytes the 4 blocks of 16 that MMA spans. Warps 2–5 write them (tcgen05.st) from global memory.
+// 32 bytes each. The scale factors live in tensor memory beside the accumulator, in "atoms" of 128
+// rows × 4 blocks of K: 4 columns, where lane r (in every quarter of the lanes: the same 32 lanes
+// repeated 4 times) holds in column i the 4 block scales of row r + 32·i, byte k for block k. This
+// is the layout CUTLASS's scale-factor copy (tcgen05.cp 32x128b.warpx4 of the 128 × 4 tile) makes.
+// MXFP8: one atom per stage (4 blocks of 32 = the stage's 4 MMAs); MMA j reads byte j (the
+// descriptor's scale-factor id). NVFP4: 4 atoms per stage (16 blocks of 16); MMA j reads atom j.
+// Warps 2–5 write them (tcgen05.st) from global memory.
 template <bool NVF4_>
 struct S {
   static constexpr bool NVF4 = NVF4_;
@@ -20,13 +23,14 @@ struct S {
   static constexpr int V = NVF4 ? 16 : 32;                   // values per scale factor
   static constexpr int BK = NVF4 ? 256 : 128;                // values of K per stage
   static constexpr int SF_PER_STAGE = BK / V;                // scales per row per stage: 16 or 4
-  static constexpr int SF_COLS = NVF4 ? 4 : 1;               // TMEM columns per stage, per operand
+  static constexpr int ATOMS = SF_PER_STAGE / 4;             // 128-row × 4-block atoms per stage: 4 or 1
+  static constexpr int SF_COLS = 4 * ATOMS;                  // TMEM columns per stage, per operand: 16 or 4
   static constexpr int TILE_M = BM, TILE_N = BN, TILE_K = BK;
   static constexpr int TILE_BYTES = BM * BK_BYTES;           // 16 KiB: A's tile, and B's
   static constexpr int STAGE_BYTES = 2 * TILE_BYTES;
   static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 1024;
   static constexpr int SFA_COL = BN, SFB_COL = BN + STAGES * SF_COLS;   // after the accumulator
-  static constexpr int TMEM_COLS = 256;                      // 128 + 2·4·SF_COLS, rounded to a power of 2
+  static constexpr int TMEM_COLS = 256;                      // 128 + 2·4·SF_COLS (160 or 256), a power of 2
 };
 
 template <class Cfg>
@@ -83,16 +87,16 @@ scaled_gemm(const __grid_constant__ TensorMap a_map,   // A (M, K bytes) uint8: 
       course::mbar_wait(&sf_full[s], (kt / ST) & 1);
       course::tcgen05_after_sync();
       const unsigned a_addr = course::smem_u32(base + s * Cfg::STAGE_BYTES), b_addr = a_addr + Cfg::TILE_BYTES;
+#pragma unroll
       for (int j = 0; j < 4; ++j) {
         const unsigned long long ad = ab_desc | ((a_addr + 32 * j) >> 4), bd = ab_desc | ((b_addr + 32 * j) >> 4);
         // BEGIN SOLUTION
-        if constexpr (Cfg::NVF4) {                            // column j of this stage: 4 scales, one per 16 values
-          course::umma_nvf4(tmem, ad, bd, idesc, tmem + Cfg::SFA_COL + s * 4 + j, tmem + Cfg::SFB_COL + s * 4 + j,
-                            kt > 0 || j > 0);
-        } else {                                              // byte j of this stage's column: id j, in the
-          const unsigned ids = (j << 29) | (j << 4);          // descriptor (bits 29–30, 4–5) and the address
-          course::umma_mxf8(tmem, ad, bd, idesc | ids, (tmem + Cfg::SFA_COL + s) | (j << 30),
-                            (tmem + Cfg::SFB_COL + s) | (j << 30), kt > 0 || j > 0);
+        const unsigned sfa = tmem + Cfg::SFA_COL + s * Cfg::SF_COLS, sfb = tmem + Cfg::SFB_COL + s * Cfg::SF_COLS;
+        if constexpr (Cfg::NVF4) {                            // atom j: the 4 blocks of 16 this MMA spans
+          course::umma_nvf4(tmem, ad, bd, idesc, sfa + 4 * j, sfb + 4 * j, kt > 0 || j > 0);
+        } else {                                              // byte j of the stage's atom: scale-factor id j,
+          const unsigned ids = (j << 29) | (j << 4);          // in the descriptor (bits 29–30, 4–5) and in
+          course::umma_mxf8(tmem, ad, bd, idesc | ids, sfa | (j << 30), sfb | (j << 30), kt > 0 || j > 0);   // the address
         }
         // END SOLUTION
       }
@@ -100,24 +104,32 @@ scaled_gemm(const __grid_constant__ TensorMap a_map,   // A (M, K bytes) uint8: 
     }
     course::umma_commit(&acc_full);
   } else if (warp >= 2) {
-    const int quarter = warp % 4, r = quarter * 32 + lane;   // this thread's TMEM lane: row r of A's and B's tiles
+    const int quarter = warp % 4, r = quarter * 32 + lane;   // this thread's TMEM lane (and row of C)
     const unsigned lane_base = tmem + ((quarter * 32) << 16);
+    // the 4 scale bytes of blocks ks0 … ks0 + 3 of row `row` of a (rows, KS) scale matrix, block k in byte k
+    auto scales4 = [&](const unsigned char* sf, int row, int rows, int ks0) -> unsigned {
+      if (row >= rows) return 0u;
+      const unsigned char* p = sf + (size_t)row * KS + ks0;
+      if (ks0 + 4 <= KS && (reinterpret_cast<size_t>(p) & 3) == 0) return __ldg(reinterpret_cast<const unsigned*>(p));
+      unsigned w = 0;
+      for (int k = 0; k < 4 && ks0 + k < KS; ++k) w |= (unsigned)p[k] << (8 * k);
+      return w;
+    };
     for (int kt = 0; kt < k_tiles; ++kt) {                   // the scale factors of stage kt
       const int s = kt % ST;
       if (kt >= ST) course::mbar_wait(&empty[s], ((kt / ST) - 1) & 1);
       course::tcgen05_after_sync();
-      unsigned wa[4] = {0, 0, 0, 0}, wb[4] = {0, 0, 0, 0};   // byte i of word i / 4: scale kt·SF_PER_STAGE + i
-      for (int i = 0; i < Cfg::SF_PER_STAGE; ++i) {
-        const int ks = kt * Cfg::SF_PER_STAGE + i;
-        if (m0 + r < M && ks < KS) wa[i / 4] |= (unsigned)sfa[(size_t)(m0 + r) * KS + ks] << (8 * (i % 4));
-        if (n0 + r < N && ks < KS) wb[i / 4] |= (unsigned)sfb[(size_t)(n0 + r) * KS + ks] << (8 * (i % 4));
-      }
-      if constexpr (Cfg::NVF4) {
-        course::tmem_st4(lane_base + Cfg::SFA_COL + s * 4, wa[0], wa[1], wa[2], wa[3]);
-        course::tmem_st4(lane_base + Cfg::SFB_COL + s * 4, wb[0], wb[1], wb[2], wb[3]);
-      } else {
-        course::tmem_st1(lane_base + Cfg::SFA_COL + s, wa[0]);
-        course::tmem_st1(lane_base + Cfg::SFB_COL + s, wb[0]);
+      for (int atom = 0; atom < Cfg::ATOMS; ++atom) {         // every quarter writes the same 32 lanes' worth
+        const int ks0 = kt * Cfg::SF_PER_STAGE + atom * 4;    // column i: rows lane + 32·i, byte k: block ks0 + k
+        unsigned wa[4], wb[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          wa[i] = scales4(sfa, m0 + lane + 32 * i, M, ks0);
+          wb[i] = scales4(sfb, n0 + lane + 32 * i, N, ks0);
+        }
+        const int col = s * Cfg::SF_COLS + 4 * atom;
+        course::tmem_st4(lane_base + Cfg::SFA_COL + col, wa[0], wa[1], wa[2], wa[3]);
+        course::tmem_st4(lane_base + Cfg::SFB_COL + col, wb[0], wb[1], wb[2], wb[3]);
       }
       course::tmem_wait_st();
       course::tcgen05_before_sync();
