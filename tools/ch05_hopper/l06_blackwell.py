@@ -408,6 +408,14 @@ B200 (it is read from CUTLASS's copy, not from a run): if the values come out wr
 blocks of 32 (or 16) columns of K, or by rows in groups of 32, look there.
 NVFP4 as used in practice also carries one fp32 scale per tensor, which is a multiplication of C and
 is left out here.
+
+### Exercise 3 (about 7 lines): issue the block-scaled MMA
+
+Inside the K loop of the MMA thread: the stage's scale atoms start at column `SFA_COL + s·SF_COLS` (A)
+and `SFB_COL + s·SF_COLS` (B). NVFP4: MMA j reads atom j (4 columns further per j) with
+`course::umma_nvf4`. MXFP8: every MMA reads the stage's one atom, MMA j byte j — put j in the
+instruction descriptor's scale-factor ids (bits 29–30 for A, 4–5 for B) and in bits 30–31 of both
+scale addresses, and call `course::umma_mxf8`. Accumulate from the second MMA on.
 """),
         solution(cell("scaled_cell.cu"), "v_scaled"),
         code(r"""
@@ -457,7 +465,7 @@ cubic p(f) = c₀ + f(c₁ + f(c₂ + f·c₃)): three FMAs by Horner's rule.
 anyway. Degree 2 would give 3.5 × 10⁻³ (too coarse for bf16), degree 5 1.5 × 10⁻⁷ (fp32 territory).
 `P.exp2_bound(d)` adds fp32's rounding, one ulp per step.
 
-### Exercise 3 (about 7 lines): in NumPy, in fp32
+### Exercise 4 (about 7 lines): in NumPy, in fp32
 
 `exp2_by_fma(xs, coeffs)`: clamp x to [−125, 127] (below −125 the result is subnormal, where adding to
 the exponent field is wrong), n = ⌊x⌋, f = x − n, Horner in `np.float32` (highest coefficient
@@ -483,7 +491,9 @@ worst = P.check_exp2(exp2_by_fma, degree=3)
         md(r"""
 ### The same on a GPU (any GPU from Ampere on)
 
-The kernel below is the cubic in CUDA: `fmaf` three times, a floor, a conversion and an integer add.
+The kernel below is the cubic in CUDA (exercise 5, 2 lines: Horner with `fmaf`, then the exponent
+add with `__float_as_int` / `__int_as_float`): `fmaf` three times, a floor, a conversion and an
+integer add.
 Its SASS must hold `FFMA` and no `MUFU.EX2` — the point is to stay off the special-function unit —
 while `exp2f` compiles to `MUFU.EX2`. Its values are checked against NumPy on any GPU of compute
 capability 8.0 or newer (this one runs on an H100 too).
