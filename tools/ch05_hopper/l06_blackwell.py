@@ -71,7 +71,8 @@ print(grader.mode(), "| this machine's GPU:", grader.cuda.toolchain.compute_capa
 | results to registers | already there | `tcgen05.ld` (warp w reads lanes 32·(w mod 4) …) |
 
 **Napkin math.** A 128 × 256 fp32 accumulator is 128 KiB: as registers it would be 256 per thread of
-a 128-thread warpgroup — the whole register file. In tensor memory it takes 256 of the SM's 512
+a 128-thread warpgroup — more than a thread may hold (255), and half the SM's register file (Hopper
+splits such a tile over two warpgroups). In tensor memory it takes 256 of the SM's 512
 columns, so two tiles fit (one accumulating while the other is read out), and the registers are free
 for the epilogue. One `tcgen05.mma` of 128 × 256 × 16 is 1 MFLOP; a B200 does about 2.2 PFLOP/s of
 dense bf16 over 148 SMs, ≈ 15 TFLOP/s per SM, so one such MMA every ≈ 70 ns per SM. A 128 × 256 tile
@@ -156,7 +157,7 @@ out. Addresses and offsets are stored in units of 16 bytes (the low 4 bits dropp
 | 0–13 | start address ≫ 4 | the tile's address plus where this instruction's K slice starts |
 | 16–29 | leading-dimension byte offset (LBO) ≫ 4 | K-major + swizzle: unused (16 B by convention); MN-major: the distance between two 128-byte-wide column boxes |
 | 32–45 | stride-dimension byte offset (SBO) ≫ 4 | the distance between groups of 8 rows (K-major) or 8 K-rows (MN-major): 8 × 128 B = 1024 B |
-| 46–48 | fixed `0b001` | Blackwell's version (Hopper's wgmma descriptor has 0 here: reusing one is a classic bug) |
+| 46–48 | fixed `0b001` | Blackwell's version (Hopper's wgmma descriptor has 0 here: reusing one is an easy mistake) |
 | 49–51 | base offset | 0 when the tile starts on a multiple of the swizzle's repeat (1024 B for 128B) |
 | 52 | LBO mode | 0 (1 only for 48-byte K tiles) |
 | 61–63 | swizzle | 0 none, 1 128B with 32B atoms, 2 **128B**, 4 64B, 6 32B |
@@ -446,11 +447,12 @@ grader.check(launch_nvfp4, P.nvfp4_gemm)
 ## FlashAttention-4's ideas
 
 Once the MMAs run at Blackwell's rate, attention's other work shows. Per score (one element of
-S = QKᵀ) the softmax needs one exponential; per score the two MMAs do 2·d = 256 FLOPs (d = 128). The
-special-function unit (MUFU) does 16 exponentials per clock per SM, the tensor cores ≈ 8192 dense
-bf16 FLOPs per clock per SM: 256 FLOPs take 1/32 of a clock, the exponential 1/16 — **the exponential
-is the bottleneck**, twice over. FA4 computes part of its exponentials on the FMA units instead (128
-per clock per SM), with a polynomial.
+S = QKᵀ) the softmax needs one exponential, and the two MMAs do 4·d = 512 FLOPs with it (d = 128: 2d
+for the score, 2d for its share of P·V). The tensor cores do ≈ 8192 dense bf16 FLOPs per clock per
+SM, so 512 FLOPs take 1/16 of a clock; the special-function unit (MUFU) does 16 exponentials per
+clock per SM: also 1/16 of a clock. **The exponential costs as much as both matrix multiplies** — add
+the max, the sums and the conversions and it is the bottleneck. FA4 computes part of its exponentials
+on the FMA units instead (128 FMAs per clock per SM), with a polynomial.
 
 ### 2^x with three FMAs
 
