@@ -29,7 +29,8 @@ def cells():
 contract), 05.01 (TMA, tensor maps, the mbarrier and its parity, the 128-byte swizzle). CUDA C++
 for **sm_90a** — wgmma exists only on Hopper (H100/H200; Blackwell has `tcgen05`, lesson 06). Without
 a Hopper GPU the kernel is compiled for sm_90a and graded on its machine code; the correctness and
-speed cells say "compiled and inspected only: running it needs a Hopper GPU".
+speed cells say "compiled and inspected only: running it needs a Hopper GPU". The cell names
+its target (`--arch sm_90a`), so it compiles for Hopper on any machine, whatever GPU is there.
 """),
         code(r"""
 import grader
@@ -293,7 +294,7 @@ hopper = not grader.SIMULATOR and grader.device.info().compute_capability == (9,
 versions = {}
 if hopper:
     body = wg.source
-    more = compile_cuda(body, name="wg_ladder", kernels=configs)
+    more = compile_cuda(body, name="wg_ladder", arch="sm_90a", kernels=configs)
     for k, label in zip(configs, labels):
         versions[label] = grader.measure(P.wgmma_gemm_launch(more[k]), P.wgmma_gemm, label)
 fig = None
