@@ -265,8 +265,8 @@ grader.check(launch_wg, P.wgmma_gemm, hidden=True)
 4096³ against cuBLAS (torch.matmul) on the same A and B, in the same run. **Full points at 50% of
 cuBLAS**, nothing at 5%. The course's goal for its reference: ≥ 75%.
 
-**Measured on an H100** (2026-11-24, through the judge, cuBLAS in the same run): this kernel 668
-TFLOP/s = **87.9% of cuBLAS** (760 TFLOP/s), 0.206 ms; at 8192³, 743 TFLOP/s = 94% (cuBLAS 788;
+**Measured on an H100** (2026-11-24, through the judge, cuBLAS in the same run): this kernel 672
+TFLOP/s = **88.2% of cuBLAS** (762 TFLOP/s), 0.2 ms; at 8192³, 743 TFLOP/s = 94% (cuBLAS 788;
 `dev/ch05_hopper/wgmma_gpu.py`, `results/ch05/wgmma_gpu_h100_2026-11-24.log`). The same kernel with
 other tiles, at 4096³: 128 × 256 with 3 slots 87%, 128 × 128 with 4 slots 75% (3 slots, two blocks
 per SM: 71%), one warpgroup 64 × 256 72%, 64 × 128 with 2 slots 52%. Reading the accumulators
