@@ -27,7 +27,7 @@ ldmatrix ... .trans                            sm_80 sm_89 sm_90a  ``LDSM.16.MT8
 cp.async.cg.shared.global 16 B                 sm_80 sm_90a sm_100a ``LDGSTS.E.BYPASS.128``
 cp.async.commit_group / wait_group N           sm_80 sm_90a        ``LDGDEPBAR`` / ``DEPBAR.LE``
 wgmma.mma_async m64n8k16 .f32.f16.f16          sm_90a              ``HGMMA.64x8x16.F32`` (``HGMMA.64xNx16...``)
-wgmma.fence / wgmma.wait_group                 sm_90a              ``WARPGROUP.ARRIVE`` / ``WARPGROUP.DEPBAR.LE``
+wgmma.fence / wgmma.wait_group N               sm_90a              ``WARPGROUP.ARRIVE`` / ``WARPGROUP.DEPBAR.LE gsb0, N``
 fence.proxy.async.shared::cta                  sm_90a              ``FENCE.VIEW.ASYNC.S``
 cp.async.bulk.tensor.2d (TMA load)             sm_90a              ``UTMALDG.2D``
 cp.async.bulk.tensor.2d global.shared (store)  sm_90 sm_90a sm_100a ``UTMASTG.2D`` (commit: ``UTMACMDFLUSH``)
@@ -63,7 +63,7 @@ from . import toolchain
 from .diagnostics import find_mangled, parse_ptxas_report
 
 __all__ = ["RubricFailed", "SassReport", "Instruction", "disassemble", "parse_sass", "opcodes",
-           "resource_usage", "require", "require_fence", "cubin_bytes", "run_cuobjdump"]
+           "resource_usage", "require", "require_fence", "require_wgmma", "cubin_bytes", "run_cuobjdump"]
 
 #: What a learner's C++ exercise holds until it is written (nbgrader's stub for C++ regions).
 STUB = "// YOUR CODE HERE"
@@ -360,3 +360,46 @@ def require_fence(obj, kernel: str | None = None, writes: str = "STS", fence: st
     if bad:
         raise RubricFailed(f"SASS rubric failed for {kernel or sym}:\n  - " + "\n  - ".join(bad))
     return checked
+
+
+_SERIALIZED = re.compile(r"\((C75\d\d)\)[^\n]*?(wgmma[^\n]*?(?:serialized|injected)[^\n]*)")
+
+
+def require_wgmma(obj, kernel: str | None = None, max_pending: int = 1, fence_in_source: bool = True) -> int:
+    """wgmma's ordering, where each mistake shows:
+
+    * ``fence_in_source``: the cell calls ``wgmma.fence`` (``course::wgmma_fence()`` or the PTX).
+      ptxas inserts the ``WARPGROUP.ARRIVE`` itself where ordinary instructions wrote the
+      accumulators, so the SASS is the same without it (nvcc 13.0); the PTX ISA leaves such a
+      kernel undefined, so only the source can show the omission;
+    * ptxas did not serialize the wgmmas (its C75xx note "wgmma ... serialized" / "wait_group is
+      injected": accumulators read before a wait that covers them, which it repairs by waiting
+      after every wgmma);
+    * every ``WARPGROUP.DEPBAR.LE`` (``wgmma.wait_group N``) leaves at most ``max_pending`` groups
+      running: a deeper wait lets a refill overwrite a tile a wgmma still reads.
+    Returns the number of waits checked."""
+    funcs = _functions(obj)
+    sym = _resolve(obj, kernel, funcs)
+    module = getattr(obj, "module", obj)
+    name, problems = kernel or sym, []
+    if fence_in_source:
+        src = re.sub(r"//[^\n]*|/\*.*?\*/", "", getattr(module, "source", "") or "", flags=re.S)
+        if not re.search(r"wgmma_fence\s*\(\s*\)|wgmma\.fence", src):
+            problems.append("no wgmma.fence (course::wgmma_fence()) in the source: it must come before the first "
+                            "wgmma and before any wgmma whose accumulators ordinary code touched")
+    for code, what in _SERIALIZED.findall(getattr(module, "log", "") or ""):
+        if sym in what or "'" not in what:
+            problems.append(f"ptxas {code}: {what.strip()}")
+    waits = [i for i in funcs[sym] if matches("WARPGROUP.DEPBAR.LE", i.opcode)]
+    for w in waits:
+        depth = re.search(r"0x([0-9a-f]+)\s*$", w.operands)
+        if depth and int(depth.group(1), 16) > max_pending:
+            problems.append(f"WARPGROUP.DEPBAR.LE at /*{w.offset:04x}*/ leaves {int(depth.group(1), 16)} wgmma groups "
+                            f"running (wgmma.wait_group {int(depth.group(1), 16)}); at most {max_pending} may be")
+    if not waits:
+        problems.append("no WARPGROUP.DEPBAR (wgmma.wait_group): the accumulators are never waited for")
+    if problems:
+        if STUB in (getattr(module, "source", "") or ""):
+            raise RubricFailed(f"{name}: not implemented yet: the cell still holds `{STUB}`.")
+        raise RubricFailed(f"wgmma rubric failed for {name}:\n  - " + "\n  - ".join(problems))
+    return len(waits)

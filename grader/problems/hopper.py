@@ -9,11 +9,22 @@ compiled kernels. Targets from CURRICULUM.md.
   at the edges are exercised. Its peer is the copy bandwidth, as in 01.03.
 * :func:`tma_transpose_launch` — the launch function of a ``tma_transpose<Cfg>`` kernel: encodes
   the two tensor maps (grader.cuda.tma) and derives the grid from the type's TILE_M × TILE_N.
+* :data:`wgmma_gemm` (05.02) — chapter 03's bf16 GEMM (``gemm.hgemm_bf16``: C = A·B, row-major,
+  fp32 accumulation, cuBLAS through torch.matmul as the peer at the kernel's own shape) for a
+  TMA + WGMMA kernel: ``arch="sm_90a"`` (wgmma exists only on Hopper). The sizes keep what TMA can
+  describe — rows of A, B and C a multiple of 16 bytes apart, so K and N multiples of 8 — and are
+  ragged against the tiles everywhere else (M anything), so TMA's zero fill at the edges is what
+  makes the last partial tiles right. Lesson 03 builds its problem from this one with ``variant``.
+* :func:`wgmma_gemm_launch` — the launch function of a ``wgmma_gemm<Cfg>``-style kernel
+  ``(a_map, b_map, c, M, N, K)``: encodes A's map (box TILE_M × TILE_K) and B's (box TILE_K × 64,
+  the 128-byte swizzle's span of bf16), launches one block per TILE_M × TILE_N tile of C (a 1-D
+  grid: the kernel orders its tiles), threads and shared memory from the type.
 """
 from __future__ import annotations
 
 from .. import integrity as _integrity
 from .elementwise import transpose as _transpose
+from .gemm import Shape, hgemm_bf16 as _hgemm_bf16
 
 
 # ---------------------------------------------------------------- 05.01 TMA transpose
@@ -37,6 +48,23 @@ tma_transpose = _transpose.variant(
 )
 
 
+def _map_cache():
+    """``map(x, box, swizzle)``: the tensor map of torch tensor ``x``, encoded once per (address,
+    shape, box, swizzle) — the timed loop reuses its tensors, and encoding is a driver call."""
+    from ..cuda.tma import tiled_2d
+
+    maps: dict = {}
+
+    def _map(x, box, swizzle):
+        key = (int(x.data_ptr()), tuple(x.shape), tuple(x.stride()), str(x.dtype), box, swizzle)
+        if key not in maps:
+            if len(maps) > 64:
+                maps.clear()
+            maps[key] = tiled_2d(x, box, swizzle)
+        return maps[key]
+    return _map
+
+
 def tma_transpose_launch(kernel, swizzle: str = "128B"):
     """``launch(a, t)`` of a ``tma_transpose<Cfg>`` kernel: a (M, N) and t (N, M) fp32 torch tensors.
     Both tensor maps use 32 × 32 boxes (the type's TILE_N) with ``swizzle``; the grid is
@@ -44,18 +72,9 @@ def tma_transpose_launch(kernel, swizzle: str = "128B"):
     import numpy as np
 
     from ..cuda.module import _torch_stream_handle
-    from ..cuda.tma import layout_problems, tiled_2d
+    from ..cuda.tma import layout_problems
 
-    maps: dict = {}
-
-    def _map(x, box, swizzle):
-        """The tensor map of ``x``, encoded once per (address, shape): the timed loop reuses its tensors."""
-        key = (int(x.data_ptr()), tuple(x.shape), tuple(x.stride()), str(x.dtype), box, swizzle)
-        if key not in maps:
-            if len(maps) > 64:
-                maps.clear()
-            maps[key] = tiled_2d(x, box, swizzle)
-        return maps[key]
+    _map = _map_cache()
 
     shape = kernel.launch_shape
     if shape is None or not (shape.tile_m and shape.tile_n):
@@ -78,6 +97,67 @@ def tma_transpose_launch(kernel, swizzle: str = "128B"):
     return launch
 
 
-__all__ = ["tma_transpose", "tma_transpose_launch"]
+# ---------------------------------------------------------------- 05.02 WGMMA GEMM
+# GPU sizes: one tile; ragged against 128 × 256 × 64 on every side; one row of C; one 8-wide column
+# block; long K (8200: a bf16 or fp16 accumulator is far off there); a large square.
+WGMMA_SIZES = [Shape(128, 256, 64), Shape(1000, 1032, 1016), Shape(1, 768, 512), Shape(640, 8, 320),
+               Shape(200, 136, 8200), Shape(2048, 2048, 2048)]
+WGMMA_HIDDEN = [Shape(1, 8, 8), Shape(999, 1000, 1000), Shape(1, 1032, 1016), Shape(1032, 8, 1016),
+                Shape(255, 264, 8192), Shape(4096, 1024, 1536), Shape(3000, 4104, 520)]
+
+
+def tma_gemm_shape_ok(s) -> bool:
+    """Can TMA describe A (M, K), B (K, N) and C (M, N) bf16, row-major? Rows 16 B apart: K and N
+    multiples of 8 (M is free)."""
+    return s.K % 8 == 0 and s.N % 8 == 0
+
+
+wgmma_gemm = _hgemm_bf16.variant(
+    name="wgmma gemm bf16",
+    sizes=WGMMA_SIZES, hidden_sizes=WGMMA_HIDDEN, sim_sizes=[], hidden_sim_sizes=[],
+    hint=("C[m, n] = sum over k of A[m, k]·B[k, n], all row-major. TMA fills the parts of a box past "
+          "the edge of A or B with zeros, so the ragged last tiles need no guards in the main loop; "
+          "the stores of C must skip rows ≥ M and columns ≥ N. Wrong everywhere: check the descriptors "
+          "(start address, LBO, SBO, swizzle code 1 = 128 B) against the layout TMA wrote, and the "
+          "imm-trans-b flag (B is N-major). Wrong only with long K: accumulate in fp32."),
+    target=0.50,
+    floor=0.05,                      # a tenth of the target, as chapter 03's GEMMs
+    simulator=False, arch="sm_90a", arrays="torch",
+)
+
+
+def wgmma_gemm_launch(kernel, swizzle: str = "128B"):
+    """``launch(a, b, c)`` of a ``wgmma_gemm<Cfg>``-style kernel ``(a_map, b_map, c, M, N, K)``:
+    a (M, K), b (K, N), c (M, N) bf16 bits in torch tensors. A's map: boxes TILE_M rows × TILE_K
+    columns; B's: TILE_K rows × 64 columns (128 bytes: the swizzle's span), TILE_N / 64 of them per
+    k tile; both with ``swizzle``. One block per TILE_M × TILE_N tile of C, on a 1-D grid."""
+    import numpy as np
+
+    from ..cuda.module import _torch_stream_handle
+
+    _map = _map_cache()
+    shape = kernel.launch_shape
+    if shape is None or not (shape.tile_m and shape.tile_n and shape.tile_k):
+        raise ValueError(f"{kernel.name}: its configuration type must state THREADS, SMEM_BYTES, TILE_M, "
+                         "TILE_N and TILE_K (see grader/include/course.cuh)")
+    a_box, b_box = (shape.tile_m, shape.tile_k), (shape.tile_k, 64)
+
+    def launch(a, b, c):
+        M, K = a.shape
+        N = b.shape[1]
+        if M == 0 or N == 0:
+            return
+        if not tma_gemm_shape_ok(Shape(M, N, K)):
+            raise ValueError(f"TMA cannot describe a {M}×{N}×{K} GEMM in bf16: rows must be a multiple of "
+                             "16 bytes apart, so K and N must be multiples of 8")
+        tiles_m, tiles_n = shape.tiles(M, N)
+        kernel.launch((tiles_m * tiles_n,), _map(a, a_box, swizzle), _map(b, b_box, swizzle), c,
+                      np.int32(M), np.int32(N), np.int32(K), stream=_torch_stream_handle(a))
+    launch.__name__ = f"launch {kernel.name}"
+    return launch
+
+
+__all__ = ["tma_transpose", "tma_transpose_launch", "wgmma_gemm", "wgmma_gemm_launch", "tma_gemm_shape_ok",
+           "WGMMA_SIZES", "WGMMA_HIDDEN"]
 
 _integrity.record_problems(globals())   # the fields checks rely on, before any learner code
