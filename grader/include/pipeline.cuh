@@ -7,6 +7,7 @@
 //   * setmaxnreg: a warpgroup gives registers back to the CTA's pool or takes more from it;
 //   * a bounded mbarrier wait that traps instead of spinning for ever (a wrong parity or a
 //     producer that never refills a slot then fails the launch in about two seconds);
+//   * a named barrier, for the threads of one warpgroup;
 //   * clusters: this CTA's rank in its cluster, the cluster's index and count, the cluster-wide
 //     barrier, and an mbarrier arrival on the same barrier of another CTA of the cluster;
 //   * the multicast TMA load: one load lands in the same shared-memory offset of every CTA
@@ -66,6 +67,11 @@ __device__ __forceinline__ void mbar_arrive_cluster(unsigned long long* bar, uns
                " mapa.shared::cluster.u32 remote, %0, %1;\n"
                " mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n"
                :: "r"(smem_u32(bar)), "r"(rank) : "memory");
+}
+// A barrier for `threads` threads of this CTA (a multiple of 32: whole warps), numbered `id`
+// (1 .. 15; __syncthreads is barrier 0): one warpgroup can sync without stopping the others.
+__device__ __forceinline__ void named_barrier_sync(unsigned id, unsigned threads) {
+  asm volatile("bar.sync %0, %1;\n" :: "r"(id), "r"(threads) : "memory");
 }
 // One arrival on this CTA's own mbarrier (no expected bytes).
 __device__ __forceinline__ void mbar_arrive(unsigned long long* bar) {
