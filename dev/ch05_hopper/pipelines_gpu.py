@@ -125,7 +125,7 @@ def step_wrong(name: str) -> None:
               quiet=True)
         print(f"RESULT {name}: NOT caught by the values", flush=True)
     except CheckFailed as e:
-        print(f"RESULT {name}: caught: {str(e).splitlines()[0][:300]}", flush=True)
+        print(f"RESULT {name}: caught: {' | '.join(str(e).splitlines()[:2])[:400]}", flush=True)
     import os
 
     os._exit(0)                      # a kernel may still spin: leave without waiting for it
