@@ -36,6 +36,8 @@ def _misplaced(source: str) -> list[str]:
     shown = set()
     if isinstance(last, ast.Expr) and not source.rstrip().endswith(";"):
         shown.add(id(last.value))
+        if isinstance(last.value, ast.IfExp):          # `plot(...) if can else None`: either branch is the value
+            shown.update((id(last.value.body), id(last.value.orelse)))
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "display":
             shown.update(id(a) for a in node.args)

@@ -42,14 +42,14 @@ SMOKE = [Shape(128, 256, 64), Shape(1000, 1032, 1016), Shape(1, 8, 8), Shape(200
 def lesson_module(kernels=(LESSON,)):
     src = cell_source(NB, "v_wgmma")
     flags = " ".join(f'-k "{k}"' for k in kernels)
-    src = re.sub(r"^%%cuda \w+[^\n]*", f"%%cuda wg {flags}", src)
+    src = re.sub(r"^%%cuda \w+[^\n]*", f"%%cuda wg --arch sm_90a {flags}", src)
     ns: dict = {}
     run_source(src, "wg", ns)
     return ns["wg"]
 
 
 def dev_module():
-    return compile_cuda((HERE / "wgmma_variants.cu").read_text(), name="wgmma_dev", kernels=DEV)
+    return compile_cuda((HERE / "wgmma_variants.cu").read_text(), name="wgmma_dev", arch="sm_90a", kernels=DEV)
 
 
 def dev_launch(kernel):

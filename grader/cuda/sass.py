@@ -27,6 +27,7 @@ ldmatrix ... .trans                            sm_80 sm_89 sm_90a  ``LDSM.16.MT8
 cp.async.cg.shared.global 16 B                 sm_80 sm_90a sm_100a ``LDGSTS.E.BYPASS.128``
 cp.async.commit_group / wait_group N           sm_80 sm_90a        ``LDGDEPBAR`` / ``DEPBAR.LE``
 wgmma.mma_async m64n8k16 .f32.f16.f16          sm_90a              ``HGMMA.64x8x16.F32`` (``HGMMA.64xNx16...``)
+wgmma m64n256k16 .f32.bf16.bf16, imm-trans-b  sm_90a              ``HGMMA.64x256x16.F32.BF16`` (operand ``gdesc[..].tnspB``)
 wgmma.fence / wgmma.wait_group N               sm_90a              ``WARPGROUP.ARRIVE`` / ``WARPGROUP.DEPBAR.LE gsb0, N``
 fence.proxy.async.shared::cta                  sm_90a              ``FENCE.VIEW.ASYNC.S``
 cp.async.bulk.tensor.2d (TMA load)             sm_90a              ``UTMALDG.2D``

@@ -1,4 +1,4 @@
-%%cuda wg -k "wgmma_gemm<Wg<128, 256, 4>>"
+%%cuda wg --arch sm_90a -k "wgmma_gemm<Wg<128, 256, 4>>"
 #include "course.cuh"   // the launch contract, smem_u32
 #include "tma.cuh"      // TensorMap, mbarrier, TMA loads
 #include "wgmma.cuh"    // the smem descriptor, wgmma fence/commit/wait, wgmma m64nNk16, the fragment

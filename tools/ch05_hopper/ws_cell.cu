@@ -1,4 +1,4 @@
-%%cuda ws -k "ws_gemm<Ws<128, 256, 4, 1, 0>>" -k "ws_gemm<Ws<128, 256, 4, 1, 8>>" -k "ws_gemm<Ws<128, 256, 4, 2, 8>>"
+%%cuda ws --arch sm_90a -k "ws_gemm<Ws<128, 256, 4, 1, 0>>" -k "ws_gemm<Ws<128, 256, 4, 1, 8>>" -k "ws_gemm<Ws<128, 256, 4, 2, 8>>"
 #include "course.cuh"     // the launch contract, smem_u32
 #include "tma.cuh"        // TensorMap, mbarrier, TMA loads
 #include "wgmma.cuh"      // the smem descriptor, wgmma fence/commit/wait, wgmma m64nNk16, the fragment
