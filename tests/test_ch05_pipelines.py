@@ -212,3 +212,40 @@ def test_mistakes_are_caught_in_their_own_process(mistake):
     assert "failed at shape" in line, line
     if mistake in W.MUST_TRAP:
         assert "did not finish" not in line, line            # the kernel's own trap ended it, not the host's timeout
+
+
+def test_the_judges_run_of_a_notebook_skips_host_library_builds(monkeypatch, capsys):
+    from grader.cuda.host import nvcc_cell
+
+    monkeypatch.setenv("GRADER_PRECOMPILED", "/nonexistent")
+    ns: dict = {}
+    assert nvcc_cell("cl", 'extern "C" int f() { return 0; }', ns) is None and "cl" not in ns
+    assert "not built in the judge's run" in capsys.readouterr().out
+
+
+def test_the_cutlass_launch_passes_pointers_and_reports_errors():
+    calls = []
+
+    class Lib:
+        def function(self, name, restype, argtypes):
+            assert name == "cutlass_gemm" and len(argtypes) == 7
+            return lambda *args: calls.append(args) or (1002 if args[3] == 3 else 0)
+
+    class T:
+        def __init__(self, shape, ptr):
+            self.shape, self.ptr = shape, ptr
+
+        def data_ptr(self):
+            return self.ptr
+
+    import grader.cuda.module as mod
+
+    real, mod._torch_stream_handle = mod._torch_stream_handle, lambda t: 7   # no torch here: a fake stream
+    try:
+        launch = P.cutlass_gemm_launch(Lib())
+        launch(T((5, 16), 100), T((16, 8), 200), T((5, 8), 300))
+        assert calls[-1] == (100, 200, 300, 5, 8, 16, 7)
+        with pytest.raises(RuntimeError, match="returned 1002"):
+            launch(T((3, 16), 100), T((16, 8), 200), T((3, 8), 300))
+    finally:
+        mod._torch_stream_handle = real
