@@ -221,6 +221,23 @@ extern "C" __global__ void umma(unsigned long long adesc, unsigned long long bde
 """
 
 
+def test_resources_of_kernels_that_call_a_noinline_function():
+    """ptxas -v reports a called device function without a register line: each kernel after one keeps
+    its own figures (the parser once gave them to the callee and lost the next kernel's)."""
+    src = r"""
+__device__ __noinline__ void add_one(float* p) { p[threadIdx.x] += 1.f; }
+extern "C" __global__ void first(float* p) { add_one(p); }
+extern "C" __global__ void second(float* p, float* q) { float r[64];
+  for (int i = 0; i < 64; ++i) r[i] = q[i * blockDim.x + threadIdx.x];
+  float s = 0.f; for (int i = 0; i < 64; ++i) s += r[i] * r[63 - i]; p[threadIdx.x] = s; add_one(p); }
+"""
+    mod = cc.compile_cuda(src, name="noinline_callee")
+    assert "Function properties for _Z7add_onePf" in mod.log
+    for k in ("first", "second"):
+        r = mod[k].resources
+        assert r and r["registers"] > 0 and r["spill_stores"] == 0, (k, r)
+
+
 def test_confirmed_opcodes(demo):
     """The names in grader.cuda.sass's table, on real builds."""
     for arch in ("sm_80", "sm_89", "sm_90a"):

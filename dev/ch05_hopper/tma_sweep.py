@@ -22,7 +22,7 @@ from grader.notebooks import cell_source, run_source  # noqa: E402
 from grader.problems import hopper as P  # noqa: E402
 
 NB = ROOT / "solutions" / "05_hopper_blackwell" / "01_tma.ipynb"
-CONFIGS = [(8, 2), (4, 2), (8, 3), (16, 2), (16, 3), (32, 4)]
+CONFIGS = [(8, 2), (4, 2), (8, 3), (16, 2), (16, 3), (32, 4), (1, 1), (2, 1), (2, 2), (4, 1), (4, 3), (4, 4), (8, 4)]
 
 
 def main() -> None:

@@ -24,10 +24,12 @@ def find_mangled(name: str, symbols) -> list[str]:
 
 
 # ---------------------------------------------------------------- ptxas -v
+# A function's block ends at its "Used N registers" line; a called (noinline) device function has no
+# such line, so its block must not run on into the next kernel's (whose figures it would take).
 _RESOURCES = re.compile(
     r"Function properties for (?P<fn>\S+)\s*\n"
     r".*?(?P<stack>\d+) bytes stack frame, (?P<ss>\d+) bytes spill stores, (?P<sl>\d+) bytes spill loads\s*\n"
-    r"(?:.*\n)*?.*?Used (?P<regs>\d+) registers(?P<rest>[^\n]*)",
+    r"(?:(?!.*Function properties).*\n)*?.*?Used (?P<regs>\d+) registers(?P<rest>[^\n]*)",
 )
 
 
