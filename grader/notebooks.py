@@ -50,12 +50,18 @@ def register_source(filename: str, source: str) -> None:
 
 
 def run_source(source: str, filename: str, namespace: dict, skip: tuple = ()) -> None:
-    """Run one cell's source in ``namespace``: ``%%cuda`` cells through the magic, others as Python."""
+    """Run one cell's source in ``namespace``: ``%%cuda`` / ``%%nvcc`` cells through their magics, others as Python."""
     if source.startswith("%%cuda"):
         from .cuda.magic import cuda_cell
 
         first, _, body = source.partition("\n")
         cuda_cell(first[len("%%cuda"):].strip() + " --quiet", body, namespace)
+        return
+    if source.startswith("%%nvcc"):
+        from .cuda.host import nvcc_cell
+
+        first, _, body = source.partition("\n")
+        nvcc_cell(first[len("%%nvcc"):].strip(), body, namespace)
         return
     if skip:
         source = "\n".join(line for line in source.splitlines() if not line.startswith(skip))

@@ -10,7 +10,9 @@
     module       CudaModule / CudaKernel: inspect anywhere, launch on a GPU
     sass         disassembly and structural rubrics (HMMA, LDSM, HGMMA, …), no GPU needed
     numba_sass   the same for @cuda.jit kernels
-    magic        %%cuda NAME cells
+    magic        %%cuda NAME cells (and %%nvcc NAME)
+    host         host libraries: host + device code built by nvcc into a .so (CUTLASS's device layer)
+    driver_launch  launches through the driver: tensor maps by value, clusters, cluster occupancy
 
 Learners write a cell::
 

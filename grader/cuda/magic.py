@@ -1,4 +1,5 @@
 """The ``%%cuda NAME`` cell magic: compile the cell, bind the module to NAME, say what happened.
+(``%%nvcc NAME``, registered beside it, builds a host library instead: grader.cuda.host.)
 
     %%cuda hg -k "gemm<V3>" [--arch sm_90a] [--nvcc] [--log] [--no-cache] [nvcc-style flags]
 
@@ -166,6 +167,14 @@ def register_magic(ipython=None) -> None:
 
     cuda.__doc__ = "%%cuda NAME [--arch sm_90a] [--nvcc] [-k 'tmpl<..>'] [--log] [nvcc flags]: compile CUDA C++."
     ipython.register_magic_function(cuda, magic_kind="cell", magic_name="cuda")
+
+    def nvcc(line, cell):
+        from .host import nvcc_cell
+
+        nvcc_cell(line, cell, ipython.user_ns)     # a host library (grader.cuda.host): never graded
+
+    nvcc.__doc__ = "%%nvcc NAME [--arch sm_90a] [nvcc flags]: build host + device code into a shared library."
+    ipython.register_magic_function(nvcc, magic_kind="cell", magic_name="nvcc")
 
 
 def load_ipython_extension(ipython) -> None:     # %load_ext grader.cuda.magic

@@ -21,17 +21,10 @@ from typing import Any, Sequence
 from ..launches import note_launch
 from . import toolchain
 from .diagnostics import find_mangled, parse_ptxas_report
+from .driver_launch import LaunchError, _is_ctypes
 from .elf import Cubin
 from .launch import LaunchShape, read_launch_shape
 from .signature import Param, kernel_signatures
-
-
-class LaunchError(RuntimeError):
-    """A kernel could not be launched (bad arguments, no GPU, ...)."""
-
-    def _render_traceback_(self):
-        lines = str(self).splitlines()
-        return ["LaunchError: " + lines[0]] + lines[1:]
 
 
 _tls = threading.local()
@@ -325,50 +318,16 @@ class CudaKernel:
         launch(_stream_for(stream, args), cfg, kernel, *kargs)
 
     def _launch_by_value(self, kargs, key, stream):
-        """cuLaunchKernel with each parameter's bytes given by address: cuda.core takes scalars and
-        pointers only, so a 128-byte ``__grid_constant__`` tensor map (grader.cuda.tma) goes this way."""
-        import ctypes
+        """Parameters by address through the driver (a tensor map by value; clusters): driver_launch."""
+        from .driver_launch import launch_by_value
 
-        import numpy as np
-        from cuda.bindings import driver
+        launch_by_value(self, kargs, key, stream)
 
-        grid, block, shared, cluster = key
-        keep, ptrs = [], (ctypes.c_void_p * max(len(kargs), 1))()
-        for i, a in enumerate(kargs):
-            if hasattr(a, "param_address"):
-                keep.append(a)
-                ptrs[i] = a.param_address()
-            elif isinstance(a, np.generic) or _is_ctypes(a):
-                buf = ctypes.create_string_buffer(bytes(a) if _is_ctypes(a) else a.tobytes())
-                keep.append(buf)
-                ptrs[i] = ctypes.addressof(buf)
-            else:
-                raise LaunchError(f"{self.name}: argument {i} ({type(a).__name__}) cannot be passed beside a tensor map")
-        handle = self._get().handle
-        if isinstance(handle, driver.CUkernel):                  # a library kernel: its function in this context
-            err, func = driver.cuKernelGetFunction(handle)
-            if int(err) != 0:
-                raise LaunchError(f"{self.name}: cuKernelGetFunction failed ({err!r})")
-        else:
-            func = driver.CUfunction(int(handle))
-        g = (tuple(grid) + (1, 1))[:3] if isinstance(grid, tuple) else (grid, 1, 1)
-        b = (tuple(block) + (1, 1))[:3] if isinstance(block, tuple) else (block, 1, 1)
-        if cluster is None:
-            (err,) = driver.cuLaunchKernel(func, *g, *b, shared, driver.CUstream(int(stream.handle)),
-                                           ctypes.addressof(ptrs), 0)
-        else:                                                    # clusters: cuLaunchKernelEx, one attribute
-            cfg = driver.CUlaunchConfig()
-            cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = g
-            cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = b
-            cfg.sharedMemBytes, cfg.hStream = shared, driver.CUstream(int(stream.handle))
-            attr = driver.CUlaunchAttribute()
-            attr.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
-            c = (tuple(cluster) + (1, 1))[:3] if isinstance(cluster, tuple) else (cluster, 1, 1)
-            attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = c
-            cfg.attrs, cfg.numAttrs = [attr], 1
-            (err,) = driver.cuLaunchKernelEx(cfg, func, ctypes.addressof(ptrs), 0)
-        if int(err) != 0:
-            raise LaunchError(f"{self.name}: launch failed ({err!r})")
+    def max_active_clusters(self, cluster: int, block: int | None = None, shared: int | None = None) -> int:
+        """How many clusters of ``cluster`` CTAs the GPU holds at once (driver_launch.max_active_clusters)."""
+        from .driver_launch import max_active_clusters
+
+        return max_active_clusters(self, cluster, block, shared)
 
 
 def _converter(p: Param, label: str):
@@ -421,12 +380,6 @@ def _converter(p: Param, label: str):
 
 def _dim(d):
     return tuple(int(x) for x in d) if isinstance(d, (list, tuple)) else int(d)
-
-
-def _is_ctypes(a) -> bool:
-    import ctypes
-
-    return isinstance(a, (ctypes._SimpleCData, ctypes.Structure, ctypes.Union, ctypes.Array))
 
 
 def device_pointer(a) -> int | None:

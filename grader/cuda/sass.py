@@ -36,6 +36,10 @@ cp.async.bulk.tensor.2d global.shared (store)  sm_90 sm_90a sm_100a ``UTMASTG.2D
 fence.proxy.async.shared::cta                  sm_90 sm_90a sm_100a ``MEMBAR.ALL.CTA`` + ``FENCE.VIEW.ASYNC.S``
 fence.mbarrier_init.release.cluster            sm_90 sm_90a        ``FENCE.VIEW.ASYNC.S`` (the same opcode)
 mbarrier.try_wait / arrive.expect_tx           sm_90a              ``SYNCS.PHASECHK.TRANS64.TRYWAIT`` / ``SYNCS.ARRIVE.TRANS64``
+setmaxnreg.dec / .inc (with launch bounds)     sm_90a              ``USETMAXREG.DEALLOC.CTAPOOL`` / ``USETMAXREG.TRY_ALLOC.CTAPOOL``
+cp.async.bulk.tensor.2d ... multicast::cluster sm_90a              ``UTMALDG.2D.MULTICAST``
+barrier.cluster.arrive / wait                  sm_90a              ``UCGABAR_ARV`` / ``UCGABAR_WAIT``
+mbarrier.arrive.release.cluster (remote)       sm_90a              ``SYNCS.ARRIVE.TRANS64.RED.A1T0``
 tcgen05.mma.cta_group::1.kind::f16             sm_100a             ``UTCHMMA``
 tcgen05.mma.cta_group::1.kind::f8f6f4          sm_100a             ``UTCQMMA``
 tcgen05.ld.sync.aligned.32x32b                 sm_100a             ``LDTM``
@@ -71,7 +75,8 @@ from . import toolchain
 from .diagnostics import find_mangled, parse_ptxas_report
 
 __all__ = ["RubricFailed", "SassReport", "Instruction", "disassemble", "parse_sass", "opcodes",
-           "resource_usage", "require", "require_fence", "require_wgmma", "cubin_bytes", "run_cuobjdump"]
+           "resource_usage", "require", "require_fence", "require_wgmma", "require_setmaxnreg", "cubin_bytes",
+           "run_cuobjdump"]
 
 #: What a learner's C++ exercise holds until it is written (nbgrader's stub for C++ regions).
 STUB = "// YOUR CODE HERE"
@@ -414,3 +419,37 @@ def require_wgmma(obj, kernel: str | None = None, max_pending: int = 1, fence_in
             raise RubricFailed(f"{name}: not implemented yet: the cell still holds `{STUB}`.")
         raise RubricFailed(f"wgmma rubric failed for {name}:\n  - " + "\n  - ".join(problems))
     return len(waits)
+
+
+_SETMAXNREG_IGNORED = re.compile(r"\((C7508)\)[^\n]*setmaxnreg[^\n]*")
+
+
+def require_setmaxnreg(obj, kernel: str | None = None, threads: int | None = None) -> dict:
+    """``setmaxnreg`` took effect: ptxas drops it without a word in the SASS when it cannot tell the
+    register count at kernel entry (no ``__launch_bounds__(THREADS, 1)``), saying only "(C7508) ...
+    'setmaxnreg' ignored" in its report. Checks that both directions are in the machine code
+    (``USETMAXREG.DEALLOC`` for the producer, ``USETMAXREG.TRY_ALLOC`` for the consumers), that ptxas
+    did not report dropping it, and — given ``threads`` — that the registers at entry fit one CTA of
+    that many threads on an SM (65536 / threads, rounded down to 8). Returns {registers, dealloc, alloc}."""
+    funcs = _functions(obj)
+    sym = _resolve(obj, kernel, funcs)
+    module = getattr(obj, "module", obj)
+    name, problems = kernel or sym, []
+    ops = Counter(i.opcode for i in funcs[sym])
+    dealloc = sum(n for op, n in ops.items() if matches("USETMAXREG.DEALLOC", op))
+    alloc = sum(n for op, n in ops.items() if matches("USETMAXREG.TRY_ALLOC", op))
+    if not dealloc or not alloc:
+        problems.append(f"setmaxnreg is not in the machine code (USETMAXREG.DEALLOC ×{dealloc}, .TRY_ALLOC ×{alloc}): "
+                        "ptxas drops it unless the kernel states __launch_bounds__(THREADS, 1)")
+    for code in _SETMAXNREG_IGNORED.findall(getattr(module, "log", "") or ""):
+        problems.append(f"ptxas {code}: setmaxnreg ignored (the register count at entry is unknown: "
+                        "__launch_bounds__(THREADS, 1))")
+    regs = parse_ptxas_report(getattr(module, "log", "") or "").get(sym, {}).get("registers")
+    if threads and regs is not None and regs > (65536 // threads) // 8 * 8:
+        problems.append(f"{regs} registers at entry: one CTA of {threads} threads needs at most "
+                        f"{(65536 // threads) // 8 * 8}")
+    if problems:
+        if STUB in (getattr(module, "source", "") or ""):
+            raise RubricFailed(f"{name}: not implemented yet: the cell still holds `{STUB}`.")
+        raise RubricFailed(f"setmaxnreg rubric failed for {name}:\n  - " + "\n  - ".join(problems))
+    return {"registers": regs, "dealloc": dealloc, "alloc": alloc}

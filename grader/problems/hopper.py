@@ -19,6 +19,11 @@ compiled kernels. Targets from CURRICULUM.md.
   ``(a_map, b_map, c, M, N, K)``: encodes A's map (box TILE_M × TILE_K) and B's (box TILE_K × 64,
   the 128-byte swizzle's span of bf16), launches one block per TILE_M × TILE_N tile of C (a 1-D
   grid: the kernel orders its tiles), threads and shared memory from the type.
+* :data:`ws_gemm` (05.03) — 05.02's GEMM for a warp-specialized, persistent kernel (``variant``: the
+  same reference, tolerance and peer), with shapes of more tiles than SMs and of an odd number of tile
+  rows added; :func:`ws_gemm_launch` launches a ``ws_gemm<Cfg>`` kernel ``(a_map, b_map, c_map, M, N,
+  K)`` on a persistent grid (clusters of the type's CLUSTER, as many as the GPU holds at once);
+  :func:`cutlass_gemm_launch` calls a CUTLASS GEMM built as a host library (grader.cuda.host).
 """
 from __future__ import annotations
 
@@ -157,7 +162,104 @@ def wgmma_gemm_launch(kernel, swizzle: str = "128B"):
     return launch
 
 
+# ---------------------------------------------------------------- 05.03 warp specialization
+# 05.02's sizes, plus shapes with more tiles than an H100 has SMs (a persistent CTA then computes
+# several tiles, and its ring's phases run on across them) and an odd number of tile rows (with
+# clusters of two along M, the last cluster's second tile lies wholly below C).
+WS_SIZES = WGMMA_SIZES + [Shape(2304, 4104, 256)]
+WS_HIDDEN = WGMMA_HIDDEN + [Shape(4104, 2056, 328)]
+
+ws_gemm = wgmma_gemm.variant(
+    name="warp-specialized gemm bf16",
+    sizes=WS_SIZES, hidden_sizes=WS_HIDDEN,
+    hint=("C[m, n] = sum over k of A[m, k]·B[k, n], all row-major. Wrong values: compare the parity "
+          "each wait names with the ring's use count (slot it % S, its (it / S)-th use: consumers wait "
+          "full[s] for parity (it / S) & 1, the producer waits empty[s] for the parity before), and "
+          "check that every consumer warpgroup releases each slot on every CTA of its cluster. A launch "
+          "that fails after about two seconds: a wait that never completed (course::mbar_wait_or_trap)."),
+    target=0.70,
+    floor=0.35,                      # about 05.02's untuned start (two warpgroups, no specialization)
+)
+
+
+def ws_gemm_launch(kernel, swizzle: str = "128B", ctas: int | None = None):
+    """``launch(a, b, c)`` of a persistent ``ws_gemm<Cfg>``-style kernel ``(a_map, b_map, c_map, M, N,
+    K)``: A's map with boxes TILE_M × TILE_K, B's TILE_K × 64, C's 64 × 64 (the epilogue's TMA
+    stores), all ``swizzle``. The grid is persistent: as many CTAs as the GPU holds at once (clusters
+    of the type's CLUSTER, as many as fit: cuOccupancyMaxActiveClusters), never more than the tiles;
+    ``ctas`` overrides it (a multiple of CLUSTER)."""
+    import numpy as np
+
+    from ..cuda.module import _torch_stream_handle
+
+    _map = _map_cache()
+    shape = kernel.launch_shape
+    if shape is None or not (shape.tile_m and shape.tile_n and shape.tile_k):
+        raise ValueError(f"{kernel.name}: its configuration type must state THREADS, SMEM_BYTES, TILE_M, "
+                         "TILE_N and TILE_K (see grader/include/course.cuh)")
+    cluster = max(shape.cluster, 1)
+    a_box, b_box, c_box = (shape.tile_m, shape.tile_k), (shape.tile_k, 64), (64, 64)
+    resident: list = []
+
+    def grid(units: int) -> int:
+        if ctas:
+            return ctas
+        if not resident:
+            from .. import device
+
+            n = device.info().sm_count
+            if cluster > 1:
+                try:
+                    n = kernel.max_active_clusters(cluster) * cluster
+                except Exception:       # an older driver: one CTA per SM, whole clusters
+                    n = n // cluster * cluster
+            resident.append(max(n, cluster))
+        return min(resident[0], units * cluster)
+
+    def launch(a, b, c):
+        M, K = a.shape
+        N = b.shape[1]
+        if M == 0 or N == 0:
+            return
+        if not tma_gemm_shape_ok(Shape(M, N, K)):
+            raise ValueError(f"TMA cannot describe a {M}×{N}×{K} GEMM in bf16: rows must be a multiple of "
+                             "16 bytes apart, so K and N must be multiples of 8")
+        tiles_m, tiles_n = shape.tiles(M, N)
+        units = -(-tiles_m // cluster) * tiles_n
+        kernel.launch((grid(units),), _map(a, a_box, swizzle), _map(b, b_box, swizzle), _map(c, c_box, swizzle),
+                      np.int32(M), np.int32(N), np.int32(K), stream=_torch_stream_handle(a))
+    launch.__name__ = f"launch {kernel.name}"
+    return launch
+
+
+def cutlass_gemm_launch(library, function: str = "cutlass_gemm"):
+    """``launch(a, b, c)`` of a CUTLASS GEMM built as a host library (grader.cuda.host):
+    ``int function(const void* a, const void* b, void* c, int M, int N, int K, void* stream)``, which
+    returns 0 or an error code (CUTLASS's device layer checks the arguments, encodes the TMA
+    descriptors and launches on the stream)."""
+    import ctypes
+
+    from ..cuda.module import _torch_stream_handle
+    from ..launches import note_launch
+
+    fn = library.function(function, ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                                   ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p])
+
+    def launch(a, b, c):
+        M, K = a.shape
+        N = b.shape[1]
+        if M == 0 or N == 0:
+            return
+        note_launch()                   # the library launches its kernel itself, from C++
+        err = fn(a.data_ptr(), b.data_ptr(), c.data_ptr(), M, N, K, _torch_stream_handle(a))
+        if err:
+            raise RuntimeError(f"{function} returned {err} for a {M}×{N}×{K} GEMM "
+                               "(1000 + a cutlass::Status, 2000: needs a workspace, else a CUDA error)")
+    launch.__name__ = f"launch {function}"
+    return launch
+
+
 __all__ = ["tma_transpose", "tma_transpose_launch", "wgmma_gemm", "wgmma_gemm_launch", "tma_gemm_shape_ok",
-           "WGMMA_SIZES", "WGMMA_HIDDEN"]
+           "WGMMA_SIZES", "WGMMA_HIDDEN", "ws_gemm", "ws_gemm_launch", "cutlass_gemm_launch", "WS_SIZES", "WS_HIDDEN"]
 
 _integrity.record_problems(globals())   # the fields checks rely on, before any learner code
