@@ -18,26 +18,26 @@ py=dev/ch05_hopper/fp8_gpu.py
 { nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader; date -u +%F; nvcc --version | tail -1; \
   python3 -c "import torch; print('torch', torch.__version__)"; } | tee "$out/device.txt" | tee -a "$log"
 echo "== 1. check" | tee -a "$log"
-timeout "${CHECK_S:-80}" python3 $py check 2>&1 | grep -vE "^\s*$" | tail -20 | tee -a "$log"
+timeout "${CHECK_S:-70}" python3 $py check 2>&1 | grep -vE "^\s*$" | tail -20 | tee -a "$log"
 if [[ $skip != *" 2 "* ]]; then
   echo "== 2. wrong kernels" | tee -a "$log"
   names=$(python3 -c "from tests.wrong.ch05_fp8 import VALUE_CATCHES; print(' '.join(sorted(VALUE_CATCHES)))")
-  printf '%s\n' $names | xargs -P 3 -I{} timeout "${WRONG_S:-40}" python3 $py wrong {} 2>&1 \
+  printf '%s\n' $names | xargs -P 3 -I{} timeout "${WRONG_S:-35}" python3 $py wrong {} 2>&1 \
     | grep -E "RESULT|Error|error" | cut -c1-500 | tee -a "$log"
 fi
 if [[ $skip != *" 3 "* ]]; then
   echo "== 3. accumulator" | tee -a "$log"
-  timeout "${ACCUM_S:-40}" python3 $py accum 2>&1 | grep -E "ACCUM|Error|rror:" | tee -a "$log"
+  timeout "${ACCUM_S:-30}" python3 $py accum 2>&1 | grep -E "ACCUM|Error|rror:" | tee -a "$log"
 fi
 if [[ $skip != *" 4 "* ]]; then
   echo "== 4. timing" | tee -a "$log"
-  timeout "${TIME_S:-80}" python3 $py time "${TIME_SIZES:-4096,8192}" 2>&1 | grep -E "TIME|WRONG|Error|rror:" | tee -a "$log"
+  timeout "${TIME_S:-75}" python3 $py time "${TIME_SIZES:-4096,8192}" 2>&1 | grep -E "TIME|WRONG|Error|rror:" | tee -a "$log"
 fi
 if [[ $skip != *" 5 "* ]]; then
   echo "== 5. scoreboard (lesson 04)" | tee -a "$log"
   rm -f solutions/05_hopper_blackwell/0[123]_*.ipynb course/05_hopper_blackwell/0[123]_*.ipynb
   cp results/scoreboard.json "$out/" 2>/dev/null
-  /usr/bin/time -f "scoreboard: %e s wall" timeout "${NB_S:-80}" python3 -m grader scoreboard 05_hopper_blackwell \
+  /usr/bin/time -f "scoreboard: %e s wall" timeout "${NB_S:-70}" python3 -m grader scoreboard 05_hopper_blackwell \
     --in-notebook --out "$out" > "$out/scoreboard_ch05.log" 2>&1
   tail -8 "$out/scoreboard_ch05.log" | tee -a "$log"
 fi
