@@ -214,6 +214,37 @@ def matmul(dtype: str) -> Peer:
     return Peer(label, prepare)
 
 
+def scaled_mm(scaling: str = "tensorwise") -> Peer:
+    """cuBLAS's FP8 GEMM through ``torch._scaled_mm`` on the problem's A (M, K) and B (N, K), e4m3
+    bits in uint8, bf16 out: ``scaling`` "tensorwise" (one fp32 scale per operand) or "rowwise" (one
+    per row of A and per row of B, i.e. per column of C). B goes in as B.T, the column-major (K, N)
+    operand _scaled_mm asks for: the same bytes. Same shape and data as the candidate; not the
+    candidate's block scaling (cuBLAS's blockwise FP8 needs Blackwell), so a ratio to it is a ratio
+    to the fastest FP8 GEMM this GPU's library offers."""
+    if scaling not in ("tensorwise", "rowwise"):
+        raise ValueError("scaling must be 'tensorwise' or 'rowwise'")
+
+    def prepare(ctx: PeerInputs):
+        import torch
+
+        tensors = ctx.tensors()
+        a, b = (tensors[k].view(torch.float8_e4m3fn) for k in ("a", "b"))
+        M, N = a.shape[0], b.shape[0]
+        if scaling == "tensorwise":
+            sa = torch.ones((), device="cuda", dtype=torch.float32)
+            sb = torch.ones((), device="cuda", dtype=torch.float32)
+        else:
+            sa = torch.ones((M, 1), device="cuda", dtype=torch.float32)
+            sb = torch.ones((1, N), device="cuda", dtype=torch.float32)
+        bt = b.t()
+
+        def call():
+            return torch._scaled_mm(a, bt, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16)
+        return call
+
+    return Peer(f"cuBLAS fp8 ({scaling} scales)", prepare)
+
+
 SDPA_BACKENDS = {"flash": "FLASH_ATTENTION", "cudnn": "CUDNN_ATTENTION", "efficient": "EFFICIENT_ATTENTION",
                  "math": "MATH"}
 

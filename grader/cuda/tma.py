@@ -88,7 +88,8 @@ def _data_type(dtype: np.dtype):
 
 def _torch_dtype_to_numpy(t) -> np.dtype:
     name = str(t.dtype).replace("torch.", "")
-    return np.dtype({"bfloat16": "uint16"}.get(name, name))
+    # bf16 and the FP8 formats as unsigned integers of their width: TMA moves bytes, it does not convert
+    return np.dtype({"bfloat16": "uint16", "float8_e4m3fn": "uint8", "float8_e5m2": "uint8"}.get(name, name))
 
 
 def tiled_2d(tensor, box: tuple, swizzle: str = "128B") -> TensorMap:

@@ -1,0 +1,40 @@
+"""Lesson 05.04 (FP8 GEMM with block scaling): wrong kernels its checks must catch
+(tests/test_ch05_fp8.py).
+
+05.04's %%cuda cell with one mistake each (text replaced, as tests/wrong/ch05_hopper.py does). They
+compile anywhere; the values catch them on a Hopper GPU (``VALUE_CATCHES``, each with the shapes
+that show it), the rubric on any machine (``RUBRIC_CATCHES``):
+
+* ``per_tensor_scales`` — one scale for every row and block (A's first and B's first), where the
+  lesson asks for 1 × 128 and 128 × 128 blocks: wrong on the outlier rows and on every block whose
+  magnitude differs from the first;
+* ``promotion_skipped`` — the wgmmas accumulate all of K in their own accumulator and the scales are
+  applied once, at the end (the last k block's): wrong as soon as K spans blocks of different
+  scales, by far over long K;
+* ``b_scale_wrong_block`` — B's scale read one k block late (a prefetch off by one): every block's
+  contribution scaled by its neighbour's;
+* ``setmaxnreg_without_launch_bounds`` — the rubric (ptxas drops setmaxnreg, C7508).
+"""
+from __future__ import annotations
+
+from tests.wrong.ch05_hopper import cpp_variant  # noqa: F401  (one implementation of the text edit)
+
+CHAPTER = "05_hopper_blackwell"
+NOTEBOOK, CELL, RUBRIC, KERNEL = "04_fp8.ipynb", "v_fp8", "test_fp8_sass", "fp8_gemm<Fp8<128, 128, 6, 2, 8>>"
+
+FP8_MISTAKES = {
+    "per_tensor_scales": [("float scale_lo = __ldg(sa_lo + kt), scale_hi = __ldg(sa_hi + kt);\n"
+                           "        const float scale_b = __ldg(sb_n + kt);",
+                           "float scale_lo = __ldg(sa), scale_hi = __ldg(sa);\n"
+                           "        const float scale_b = __ldg(sb);")],
+    "promotion_skipped": [("course::desc_advance(db, 32 * k), k > 0 ? 1 : 0);",
+                           "course::desc_advance(db, 32 * k), (kt > 0 || k > 0) ? 1 : 0);"),
+                          ("acc[i] = fmaf(part[i], (i & 2) ? scale_hi : scale_lo, acc[i]);",
+                           "acc[i] = part[i] * ((i & 2) ? scale_hi : scale_lo);")],
+    "b_scale_wrong_block": [("const float scale_b = __ldg(sb_n + kt);", "const float scale_b = __ldg(sb_n + max(kt - 1, 0));")],
+    "setmaxnreg_without_launch_bounds": [("__global__ void __launch_bounds__(Cfg::THREADS, 1)", "__global__ void")],
+}
+# the shapes on which the values must catch each (a GPU run; tests/test_ch05_fp8.py, dev/ch05_hopper/fp8_gpu.py)
+VALUE_CATCHES = {"per_tensor_scales": "(1000, 1032, 1024)", "promotion_skipped": "(200, 136, 8192)",
+                 "b_scale_wrong_block": "(200, 136, 8192)"}
+RUBRIC_CATCHES = {"setmaxnreg_without_launch_bounds": "setmaxnreg"}

@@ -1,0 +1,188 @@
+%%cuda fp8 --arch sm_90a -k "fp8_gemm<Fp8<128, 128, 6, 1, 8>>" -k "fp8_gemm<Fp8<128, 128, 6, 2, 8>>"
+#include "course.cuh"     // the launch contract, smem_u32
+#include "tma.cuh"        // TensorMap, mbarrier, TMA loads and stores
+#include "wgmma.cuh"      // the smem descriptor, wgmma fence/commit/wait, wgmma m64nNk32 e4m3, the fragment
+#include "pipeline.cuh"   // setmaxnreg, the bounded wait, clusters, the multicast load
+using course::TensorMap;
+
+// C (M, N) bf16 = (A · sa) (M, K) e4m3 · ((B · sb) (N, K) e4m3)^T with DeepSeek-style block scales:
+//   sa (M, K/128) fp32: one scale per row of A per 128-wide block of K   (1 × 128 blocks);
+//   sb (⌈N/128⌉, K/128) fp32: one per 128 × 128 block of B               (128 × 128 blocks).
+// C[m, n] = Σ_kb sa[m, kb] · sb[n/128, kb] · Σ_{k in kb} A[m, k] · B[n, k]. Both operands are
+// K-major (FP8 wgmma reads no other layout): B is the weight matrix as stored, (N, K).
+// 05.03's warp-specialized persistent kernel with TILE_K = 128 (one scale block per k tile, 128
+// bytes of fp8 per row: the 128-byte swizzle's span). Each consumer warpgroup runs the k tile's four
+// wgmma m64n128k32 into a fresh partial accumulator, waits for them, and PROMOTES: adds the partial,
+// times its two scales, to an fp32 accumulator in registers. FP8 wgmma's own accumulator keeps
+// fewer mantissa bits than fp32; it never sums more than 128 products here.
+template <int BM, int BN, int STAGES_, int CLUSTER_, int GROUP_M_>
+struct Fp8 {
+  static constexpr int TILE_M = BM, TILE_N = BN, TILE_K = 128, STAGES = STAGES_, CLUSTER = CLUSTER_;
+  static constexpr int GROUP_M = GROUP_M_;
+  static constexpr int CONSUMERS = BM / 64;
+  static constexpr int THREADS = 128 * (1 + CONSUMERS);
+  static constexpr int A_BYTES = BM * TILE_K;                   // BM rows of 128 fp8
+  static constexpr int B_BYTES = BN * TILE_K;                   // BN rows (of B's N) of 128 fp8
+  static constexpr int B_SHARE = B_BYTES / CLUSTER;             // what one CTA of a cluster loads (and multicasts)
+  static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
+  static constexpr int C_BOX_BYTES = 64 * 64 * 2;
+  static constexpr int C_STAGE_BYTES = 2 * C_BOX_BYTES;         // per consumer: 128 columns of its 64 rows
+  static constexpr int RING_BYTES = STAGES * STAGE_BYTES;
+  static constexpr int SMEM_BYTES = RING_BYTES + CONSUMERS * C_STAGE_BYTES + 1024;
+  static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
+  static_assert(BN == 128, "one B scale block per tile: BN = 128");
+  static_assert((BN / CLUSTER) % 8 == 0, "each CTA's share of B: whole 8-row swizzle atoms");
+};
+
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::THREADS, 1)
+fp8_gemm(const __grid_constant__ TensorMap a_map,   // A (M, K) e4m3: box 128 columns × TILE_M rows
+         const __grid_constant__ TensorMap b_map,   // B (N, K) e4m3: box 128 columns × TILE_N / CLUSTER rows
+         const __grid_constant__ TensorMap c_map,   // C (M, N) bf16: box 64 columns × 64 rows (stores)
+         const float* __restrict__ sa,              // (M, K / 128)
+         const float* __restrict__ sb,              // (⌈N / 128⌉, K / 128)
+         int M, int N, int K)
+{
+  constexpr int S = Cfg::STAGES, BM = Cfg::TILE_M, BN = Cfg::TILE_N, BK = Cfg::TILE_K, CL = Cfg::CLUSTER;
+  extern __shared__ unsigned char smem_raw[];
+  __shared__ unsigned long long full[S], empty[S];
+  unsigned char* base = smem_raw + ((1024 - (course::smem_u32(smem_raw) & 1023)) & 1023);
+  auto a_slot = [&](int s) { return base + s * Cfg::STAGE_BYTES; };
+  auto b_slot = [&](int s) { return base + s * Cfg::STAGE_BYTES + Cfg::A_BYTES; };
+
+  const int rank = CL > 1 ? course::cluster_ctarank() : 0;
+  const int cluster = CL > 1 ? course::cluster_id_x() : blockIdx.x;
+  const int clusters = CL > 1 ? course::cluster_count_x() : gridDim.x;
+  const int tiles_n = (N + BN - 1) / BN, units_m = ((M + BM - 1) / BM + CL - 1) / CL;
+  const int units = units_m * tiles_n, k_tiles = K / BK;       // K: a multiple of 128 (the scale blocks)
+  auto tile_of = [&](int u, int& m0, int& n0) {
+    int um = u / tiles_n, un = u % tiles_n;
+    if (Cfg::GROUP_M > 0) {
+      const int per_group = Cfg::GROUP_M * tiles_n, first = (u / per_group) * Cfg::GROUP_M;
+      const int rows = min(units_m - first, Cfg::GROUP_M);
+      um = first + (u % per_group) % rows;
+      un = (u % per_group) / rows;
+    }
+    m0 = (um * CL + rank) * BM;
+    n0 = un * BN;
+  };
+
+  if (threadIdx.x == 0) {
+    course::prefetch_tensormap(&a_map);
+    course::prefetch_tensormap(&b_map);
+    for (int s = 0; s < S; ++s) {
+      course::mbar_init(&full[s], 1);
+      course::mbar_init(&empty[s], Cfg::CONSUMERS * CL);
+    }
+    course::fence_mbarrier_init();
+  }
+  if constexpr (CL > 1) course::cluster_sync();
+  else __syncthreads();
+
+  const int wg = threadIdx.x / 128;
+  if (wg == 0) {
+    // ---------------------------------------------------------------- the producer (05.03's)
+    course::setmaxnreg_dec<Cfg::PRODUCER_REGS>();
+    if (threadIdx.x == 0) {
+      int it = 0;
+      for (int u = cluster; u < units; u += clusters) {
+        int m0, n0;
+        tile_of(u, m0, n0);
+        for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+          const int s = it % S;
+          course::mbar_wait_or_trap(&empty[s], ((it / S) & 1) ^ 1);
+          course::mbar_arrive_expect_tx(&full[s], Cfg::STAGE_BYTES);
+          course::tma_load_2d(a_slot(s), &a_map, kt * BK, m0, &full[s]);
+          const int r0 = rank * (BN / CL);                   // this CTA's rows of the B tile
+          if constexpr (CL > 1)
+            course::tma_load_2d_multicast(b_slot(s) + r0 * BK, &b_map, kt * BK, n0 + r0, &full[s], (1 << CL) - 1);
+          else
+            course::tma_load_2d(b_slot(s), &b_map, kt * BK, n0, &full[s]);
+        }
+      }
+    }
+  } else {
+    // ---------------------------------------------------------------- the consumers
+    course::setmaxnreg_inc<Cfg::CONSUMER_REGS>();
+    const int rows = (wg - 1) * 64;
+    const bool signaller = threadIdx.x % 128 == 0;
+    auto release = [&](int s) {
+      if (signaller) {
+        if constexpr (CL > 1) {
+          for (int r = 0; r < CL; ++r) course::mbar_arrive_cluster(&empty[s], r);
+        } else {
+          course::mbar_arrive(&empty[s]);
+        }
+      }
+    };
+    unsigned char* c_stage = base + Cfg::RING_BYTES + (wg - 1) * Cfg::C_STAGE_BYTES;
+    const int kb_count = K / 128;
+    float acc[BN / 2];                               // fp32: the promoted sum over the k tiles done
+    float part[BN / 2];                              // the wgmmas' accumulator: one k tile (128 products) only
+    int it = 0;
+    for (int u = cluster; u < units; u += clusters) {
+      int m0, n0;
+      tile_of(u, m0, n0);
+#pragma unroll
+      for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
+      // this thread's two rows of C (the fragment's g and g + 8) and their rows of sa
+      const int r_lo = m0 + rows + course::wgmma_acc_row(0), r_hi = r_lo + 8;
+      const float* sa_lo = sa + (size_t)min(r_lo, M - 1) * kb_count;   // rows past M: clamped (their C is dropped)
+      const float* sa_hi = sa + (size_t)min(r_hi, M - 1) * kb_count;
+      const float* sb_n = sb + (size_t)(n0 / 128) * kb_count;
+      for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+        const int s = it % S;
+        // the scales of k block kt, loaded before the wait so their latency hides behind it
+        float scale_lo = __ldg(sa_lo + kt), scale_hi = __ldg(sa_hi + kt);
+        const float scale_b = __ldg(sb_n + kt);
+        course::mbar_wait_or_trap(&full[s], (it / S) & 1);
+        const unsigned long long da = course::make_smem_desc(course::smem_u32(a_slot(s)) + rows * 128, 16, 1024,
+                                                             course::DESC_SWIZZLE_128B);
+        const unsigned long long db = course::make_smem_desc(course::smem_u32(b_slot(s)), 16, 1024,
+                                                             course::DESC_SWIZZLE_128B);
+        course::wgmma_fence_operand(part);
+        course::wgmma_fence();
+        // 1. the k tile's four wgmma m64n128k32 into `part`: the first overwrites it (scale-d 0),
+        //    each next one advances both descriptors 32 bytes (32 fp8) along the 128-byte rows
+        // BEGIN SOLUTION
+#pragma unroll
+        for (int k = 0; k < BK / 32; ++k)
+          course::wgmma_e4m3(part, course::desc_advance(da, 32 * k), course::desc_advance(db, 32 * k), k > 0 ? 1 : 0);
+        // END SOLUTION
+        course::wgmma_commit();
+        course::wgmma_wait<0>();
+        course::wgmma_fence_operand(part);
+        release(s);                                  // the slot's tiles are read: the producer may refill it
+        // 2. promotion: acc += part · (the row's A scale) · (the block's B scale)
+        // BEGIN SOLUTION
+        scale_lo *= scale_b;
+        scale_hi *= scale_b;
+#pragma unroll
+        for (int i = 0; i < BN / 2; ++i) acc[i] = fmaf(part[i], (i & 2) ? scale_hi : scale_lo, acc[i]);
+        // END SOLUTION
+      }
+      // the epilogue (05.03's): bf16 pairs into the staging boxes, 128-byte swizzled, then TMA stores
+#pragma unroll
+      for (int h = 0; h < BN / 128; ++h) {
+        if (signaller) course::bulk_wait_read<0>();
+        course::named_barrier_sync(wg, 128);
+#pragma unroll
+        for (int i = 64 * h; i < 64 * h + 64; i += 2) {
+          const int row = course::wgmma_acc_row(i), col = course::wgmma_acc_col(i) - 128 * h;
+          const int chunk = (col % 64) / 8;
+          unsigned char* p = c_stage + (col / 64) * Cfg::C_BOX_BYTES + row * 128 + ((chunk ^ (row & 7)) << 4) + (col % 8) * 2;
+          *reinterpret_cast<unsigned*>(p) = course::pack_bf16x2(acc[i], acc[i + 1]);
+        }
+        course::fence_proxy_async();
+        course::named_barrier_sync(wg, 128);
+        if (signaller) {
+          course::tma_store_2d(&c_map, c_stage, n0 + 128 * h, m0 + rows);
+          course::tma_store_2d(&c_map, c_stage + Cfg::C_BOX_BYTES, n0 + 128 * h + 64, m0 + rows);
+          course::bulk_commit();
+        }
+      }
+    }
+    if (signaller) course::bulk_wait_read<0>();
+  }
+  if constexpr (CL > 1) course::cluster_sync();
+}

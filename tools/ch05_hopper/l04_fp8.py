@@ -1,0 +1,247 @@
+"""05.04 FP8 GEMM with block scaling (CUDA C++, sm_90a): e4m3, per-tensor against DeepSeek-style block
+scaling (1 × 128 on the activations, 128 × 128 on the weights), FP8 wgmma (K-major operands, k32), and
+the promotion of each k tile's partial sums into an fp32 accumulator in registers, on 05.03's
+warp-specialized persistent kernel. Stream-K, the persistent tile scheduler as a subject and fused
+epilogues are not in this lesson (see docs/CURRICULUM.md)."""
+from tools.ch05_hopper import cell
+from tools.nbbuild import code, md, solution, tests
+
+NAME = "04_fp8.ipynb"
+KERNEL = "fp8_gemm<Fp8<128, 128, 6, 2, 8>>"
+
+
+def cells():
+    return [
+        md(r"""
+# 05.04 FP8 GEMM with block scaling
+
+**What you will learn**
+- **e4m3**: 8 bits, 4 of exponent and 3 of mantissa, largest 448 — about 15 binades of range and
+  2⁻⁴ relative precision, so every FP8 tensor travels with **scales**;
+- **per-tensor against block scaling**: one scale for a whole matrix lets a few outlier rows
+  push everything else towards zero; DeepSeek-V3's scheme keeps one fp32 scale per row per
+  128-wide block of K for the activations A (**1 × 128**) and one per **128 × 128** block for the
+  weights B;
+- **FP8 wgmma**: `wgmma.mma_async …m64n128k32.f32.e4m3.e4m3` — k32 per instruction, both operands
+  **K-major** (B is the weight matrix as stored, (N, K)), `QGMMA` in the SASS;
+- **promotion**: the tensor core's FP8 accumulator keeps fewer mantissa bits than fp32, so after
+  each 128-wide k block the partial sums are scaled by their block's two scales and added to an
+  fp32 accumulator in registers — which is also where the block scales can be applied at all.
+
+**Builds on:** 05.02 (wgmma, descriptors, the accumulator fragment), 05.03 (the warp-specialized,
+persistent kernel with clusters: this lesson changes only its operands and its consumer's k step).
+CUDA C++ for **sm_90a**. Without a Hopper GPU the kernel is compiled and graded on its machine code;
+the correctness and speed cells say "compiled and inspected only".
+"""),
+        code(r"""
+import grader
+import numpy as np
+from grader.cuda import sass
+from grader.plot import subplots
+from grader.problems import hopper_fp8 as P
+from grader.problems.gemm import Shape
+
+print(grader.mode(), "| compiling for", grader.cuda.default_arch())
+""", "setup_fp8"),
+        md(r"""
+## e4m3 and its scales
+
+An e4m3 number is `(-1)^s · 2^(e-7) · (1 + m/8)` for exponent bits e = 1 … 15, and `2^-6 · m/8`
+(subnormal) for e = 0; the code `S.1111.111` is NaN and there is no infinity. The largest value is
+448, the smallest normal 2⁻⁶, the smallest subnormal 2⁻⁹. Between 2⁻⁶ and 448 every value is kept to
+about 6% (3 mantissa bits); below 2⁻⁶ the steps are a fixed 2⁻⁹, so precision falls away.
+
+To store a block of real numbers x, pick a scale s = max|x| / 448 and store e4m3(x / s): the block's
+largest element lands on 448 and the rest keep 6% precision as long as they are within 2¹⁵ of it. A
+GEMM on such operands computes Σ_k (s_a·a_k)(s_b·b_k): the scales factor out of every sum whose
+terms share them. `grader.problems.hopper_fp8` has the encoder (round to nearest even, saturating)
+and the three scalings in NumPy.
+
+**Per-tensor scaling** uses one s for the whole matrix: if a few rows of activations are 10⁴ times
+larger than the rest (LLM activations have such outlier channels and tokens), the ordinary rows are
+divided by the outliers' scale and fall into the subnormal range — or to zero. **Block scaling**
+gives each row of A its own scale per 128-wide block of K, and each 128 × 128 block of B its own:
+an outlier only coarsens its own block. The picture: A (256 × 1024, standard normal) with one row
+in 32 multiplied by an outlier factor, B (256 × 1024) normal; the error of C = A·Bᵀ computed from
+the dequantized operands in float64, relative to C's rms, on the ordinary rows and the outlier rows.
+"""),
+        code(r"""
+rng = np.random.default_rng(0)
+M, N, K = 256, 256, 1024
+a0 = rng.standard_normal((M, K)).astype(np.float32)
+b = (rng.standard_normal((N, K)) * 0.05).astype(np.float32)
+outlier = np.arange(M) % 32 == 5
+factors = [1, 10, 100, 1e3, 1e4, 3e4, 1e5, 1e6]
+err = {k: [] for k in ("per-tensor, ordinary rows", "per-tensor, outlier rows", "blocks, ordinary rows",
+                       "blocks, outlier rows")}
+qb_t, sb_t = P.quantize_tensor(b)
+B_t = P.e4m3_decode(qb_t).astype(np.float64) * sb_t
+B_b = P.dequantize_blocks(*P.quantize_blocks(b)).astype(np.float64)
+for f in factors:
+    a = a0.copy()
+    a[outlier] *= np.float32(f)
+    c = a.astype(np.float64) @ b.astype(np.float64).T
+    qa_t, sa_t = P.quantize_tensor(a)
+    c_t = (P.e4m3_decode(qa_t).astype(np.float64) * sa_t) @ B_t.T
+    c_b = P.dequantize_rows(*P.quantize_rows(a)).astype(np.float64) @ B_b.T
+    for name, got in (("per-tensor", c_t), ("blocks", c_b)):
+        for rows, which in ((~outlier, "ordinary"), (outlier, "outlier")):
+            e = np.sqrt(np.mean((got[rows] - c[rows]) ** 2) / np.mean(c[rows] ** 2))
+            err[f"{name}, {which} rows"].append(e)
+fig, ax = subplots(1, 1, figsize=(7, 4))
+for (label, ys), style in zip(err.items(), ("o-", "x--", "s-", "+--")):
+    ax.plot(factors, ys, style, label=label)
+ax.set_xscale("log"); ax.set_yscale("log")
+ax.set_xlabel("outlier rows: times the ordinary rows"); ax.set_ylabel("rms error of C / rms of C")
+ax.set_title("FP8 e4m3 GEMM from quantized operands (float64 sums)", fontsize=10)
+ax.legend(fontsize=8)
+for f, t, bl in zip(factors, err["per-tensor, ordinary rows"], err["blocks, ordinary rows"]):
+    print(f"outliers ×{f:>9,.0f}: ordinary rows {100 * t:6.1f}% off with one scale, {100 * bl:4.1f}% with blocks")
+fig
+"""
+, "accuracy_picture"),
+        md(r"""
+Up to outliers about 10³ times the ordinary rows both scalings err by the same 3.7% (e4m3's rounding
+of both operands): the relative precision of a normal e4m3 value does not depend on the scale. Past
+that, per-tensor scaling pushes the ordinary rows into e4m3's subnormals (10⁴: 6%) and then to zero
+(10⁶: 100% — those rows of C are lost), while block scaling stays at 3.7% for every row. Weights have
+outliers too, more mildly; the 128 × 128 blocks keep one scale per block of B, which is what lets the
+kernel apply it once per k tile rather than per element.
+
+## Promotion: why the kernel rescales every 128 k
+
+With per-tensor scales a GEMM can run the whole K loop in the tensor core's accumulator and multiply
+by s_a·s_b once at the end. Block scales change along K, so each k block's partial sum must be
+multiplied by its own scales before it joins the others:
+
+C[m, n] = Σ_kb  sa[m, kb] · sb[⌊n/128⌋, kb] · ( Σ_{k in block kb} A[m, k] · B[n, k] )
+
+The inner sum is what wgmma computes: four `m64n128k32` per 128-wide k tile, into a **partial**
+accumulator (the first with scale-d = 0: it starts from zero). After `wgmma.wait_group 0` the
+consumer multiplies each partial by its row's A scale (a thread's fragment covers two rows, g and
+g + 8) and the tile's B scale, and adds it to a second, fp32, accumulator: 64 FMAs per thread per k
+tile. DeepSeek-V3 calls this **promotion** and does it for a second reason: on Hopper, FP8 wgmma's
+accumulator does not keep fp32's 23 mantissa bits (DeepSeek report about 14), so summing all of a
+long K inside the tensor core loses accuracy even with per-tensor scales. Here it never sums more
+than 128 products.
+
+**Registers.** 64 × 128 floats of partial and 64 × 128 of fp32 accumulator per consumer warpgroup:
+64 + 64 registers a thread. 05.03's 64 × 256 tile would need 256: this kernel uses 128 × 128 tiles
+(two consumer warpgroups of 64 × 128), so one B scale block covers a tile's columns.
+
+**Napkin math.** At 8192³ the GEMM is 1.1 TFLOP of work; the tensor-wise cuBLAS peer reached 1487 TFLOP/s on
+an H100 (739 µs; this lesson's run). A 128 × 128 × 128 k tile is 4.2 MFLOP for 32 KiB of A and B (one byte
+each): at 11.3 TFLOP/s per SM that is 0.37 µs per tile, 89 GB/s per SM, 12 TB/s over 132 SMs from L2 —
+about what 05.03's bf16 kernel drew (FP8 halves the bytes of a tile, the tensor core doubles its rate). The promotion costs each consumer
+about 64 FMAs and a `wait_group 0` per 4 wgmmas; while one consumer warpgroup promotes, the other's
+wgmmas keep the tensor core busy.
+"""),
+        md(r"""
+## The kernel
+
+`fp8_gemm<Fp8<BM, BN, STAGES, CLUSTER, GROUP_M>>`: 05.03's kernel with FP8 operands. TILE_K = 128:
+one k tile is one scale block, and 128 e4m3 are exactly the 128-byte swizzle's span, so A's box is
+128 rows × 128 bytes and B's (N, K) box is 128 rows × 128 bytes too — **both K-major**, both described
+like 05.02's A (SBO 1024, the 128-byte swizzle; +32 bytes per k32 step). With clusters of 2, each CTA
+loads 64 of B's 128 rows and multicasts them. 6 slots of 32 KiB. The scales are read with `__ldg`
+before each k tile's wait, so their latency hides behind it; they are 1/128 of A's bytes.
+
+### Exercise (about 8 lines in two places)
+
+1. The k tile's four `course::wgmma_e4m3(part, da + 32k, db + 32k, scale_d)`: `scale_d` 0 for the
+   first (a fresh partial), 1 for the others; 3 lines.
+2. The promotion: multiply `scale_lo` and `scale_hi` (the A scales of this thread's two rows) by
+   `scale_b`, then `acc[i] += part[i] · (i & 2 ? scale_hi : scale_lo)` for every i; about 5 lines.
+
+The wrappers are in `grader/include/wgmma.cuh` (`wgmma_e4m3` picks m64n128k32 or m64n256k32 from the
+accumulator's length).
+"""),
+        solution(cell("fp8_cell.cu"), "v_fp8"),
+        code(r"""
+# Tile, stages, cluster and threads come from the type; the launch function encodes A's map (128 × 128
+# e4m3 boxes), B's (64 × 128 with clusters of 2) and C's (64 × 64 bf16), and launches a persistent grid.
+launch_fp8 = P.fp8_gemm_launch(fp8["fp8_gemm<Fp8<128, 128, 6, 2, 8>>"])
+print("fp8_gemm<Fp8<128, 128, 6, 2, 8>> launches with", fp8["fp8_gemm<Fp8<128, 128, 6, 2, 8>>"].launch_shape)
+""", "launch_fp8"),
+        md(r"""
+### Graded without a GPU: the machine code
+
+FP8 wgmma is `QGMMA` in the SASS (bf16's is `HGMMA`): the kernel holds `QGMMA.64x128x32.F32.E4M3.E4M3`
+and no HGMMA or HMMA, the multicast TMA loads, TMA stores, the mbarrier waits and the cluster barrier,
+no spills; setmaxnreg in effect; the epilogue's proxy fence before its TMA stores. The scale loads are
+the only global loads (`LDG`) and there are no global stores of its own.
+"""),
+        tests(r"""
+sass.require(fp8, "fp8_gemm<Fp8<128, 128, 6, 2, 8>>",
+             present=["QGMMA.64x128x32.F32.E4M3.E4M3", "UTMALDG.2D.MULTICAST", "UTMASTG.2D", "SYNCS.PHASECHK",
+                      "UCGABAR_ARV", "UCGABAR_WAIT"],
+             absent=["HGMMA", "HMMA", "STG", "LDL", "STL"], no_spills=True)
+sass.require_fence(fp8, "fp8_gemm<Fp8<128, 128, 6, 2, 8>>", writes="STS", fence="FENCE.VIEW.ASYNC.S", reader="UTMASTG")
+regs = sass.require_setmaxnreg(fp8, "fp8_gemm<Fp8<128, 128, 6, 2, 8>>", threads=384)
+print(f"✓ QGMMA 64x128x32 e4m3, multicast TMA loads, TMA stores, the cluster barrier; setmaxnreg in effect "
+      f"({regs['registers']} registers at entry); no spills")
+""", "test_fp8_sass", 2),
+        md(r"""
+### On a GPU: correct
+
+The inputs are quantized from fp32 data with outlier rows (one in 16, 8× the others) and blocks of
+different magnitudes (×0.5, 1, 2), so the scales vary down M and along K. The reference is the
+float64 product of the **dequantized** operands — FP8's rounding is not the kernel's error; what is
+left is the order of the sums, the tensor core's accumulator and the bf16 rounding of C (tolerance:
+`P.fp8_tolerance`). A scale from the wrong row or block, or applied once at the end, misses by a
+block's contribution, many times the tolerance. Shapes: one tile; ragged M and N (K must be a
+multiple of 128, the scale blocks); one row; an 8-wide C; K = 8192 (64 promotions); 2048³; more tiles
+than SMs. C is poisoned with NaNs before each run.
+"""),
+        tests(r"""
+grader.check(launch_fp8, P.fp8_gemm)
+""", "test_fp8_visible", 2),
+        tests(r"""
+grader.check(launch_fp8, P.fp8_gemm, sizes=[Shape(136, 264, 256)])
+### BEGIN HIDDEN TESTS
+grader.check(launch_fp8, P.fp8_gemm, hidden=True)
+### END HIDDEN TESTS
+""", "test_fp8_hidden", 2),
+        md(r"""
+## Speed (graded)
+
+4096³ against cuBLAS's FP8 GEMM (`torch._scaled_mm`, one scale per tensor, bf16 out) on the same A
+and B, in the same run. **Full points at 60%**, nothing at 6%. The peer does less (no per-block
+scales, no promotion: cuBLAS's block-scaled FP8 needs Blackwell), which is what makes it the bar. The
+course's goal for its reference: ≥ 90% at 8192³.
+
+**Measured on an H100** (2026-11-24, the peer in the same run each time; `dev/ch05_hopper/fp8_gpu.sh`,
+`results/ch05/fp8_gpu_h100_2026-11-24.log`): through the judge 870 TFLOP/s = **67.7% of cuBLAS FP8
+tensorwise** (1285) at 4096³, 3/3 points; at 8192³ 966 TFLOP/s = **65%** of tensorwise (1487) and 78%
+of rowwise (1243). The reference goal, ≥ 90% at 8192³, is **not reached**. Clusters of 1 or 2 and 5 or
+6 slots all land within 1% of each other (867–877 at 4096³, 964–969 at 8192³), so the ring's depth and
+the multicast are not what holds it back. The likely limit (not yet profiled): the consumer's
+`wait_group 0` before every promotion, which stops that warpgroup's tensor work while it promotes —
+see the stretch goals.
+
+The accumulator, measured on the same GPU (per-tensor inputs, every scale 1, M = N = 256, error of
+the bf16 C against float64, relative to C's rms): promoting every 128 k, the largest error is 0.9% at
+K = 512 and stays at 0.9% at K = 32768 — the same as fp32 accumulation rounded to bf16. Without
+promotion (FP8 wgmma accumulating all of K) it grows with K: 1.0%, 1.5%, 2.9%, **4.9%** at K = 512,
+2048, 8192, 32768 (rms 0.17% → 0.47%).
+"""),
+        tests(r"""
+grader.speed(launch_fp8, P.fp8_gemm, points=3)
+""", "speed_fp8", 3),
+        md(r"""
+## Stretch goals (no points)
+
+- **Overlap the promotion**: two partial accumulators, so the next k tile's wgmmas run while this
+  one is promoted (`wait_group 1`). With 128 × 128 tiles that is 64 × 3 registers of accumulators:
+  more than the 168 ptxas allocates at 384 threads a block (it spilled 636 bytes, nvcc 13.0) — find
+  another split (a 64 × 128 tile per consumer with three consumer warpgroups? fewer registers for
+  addresses?).
+- **Larger tiles**: BN = 256 needs the B scale of two 128-column blocks per tile (each fragment
+  column knows its block) and 256 accumulator registers at 128 × 256: DeepGEMM's answer is to vary
+  BLOCK_N (112, 160, …) so more SMs have work at a given shape.
+- **A fused epilogue**: bias + GELU in the epilogue, before the bf16 store, against cuBLAS followed
+  by torch's op.
+- **Rowwise** scaling: `torch._scaled_mm` with one scale per row of A and per column of C; where
+  does it sit between per-tensor and block scaling in accuracy, and in speed?
+"""),
+    ]
