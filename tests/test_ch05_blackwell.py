@@ -197,6 +197,39 @@ def test_rubrics_pass_for_the_reference():
         rubric(cell_id, ns)
 
 
+def _nvcc_13_0():
+    import shutil
+    import subprocess
+
+    nvcc = shutil.which("nvcc")
+    if not nvcc:
+        return None
+    out = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout
+    return nvcc if "release 13.0" in out else None
+
+
+@pytest.mark.parametrize("cell_id", [W.GEMM_CELL, W.SCALED_CELL])
+def test_the_reference_keeps_no_local_memory_with_ptxas_13_0(cell_id, tmp_path):
+    """NVRTC 13.0 (the lent H100's, torch cu130's) put the epilogue's w[] of the tcgen05 GEMM in local
+    memory and held the block-scaled kernel to 40 registers with spills, where NVRTC 13.5 did neither:
+    the reference lost its rubric points there (2026-11-24). ptxas 13.0 of the local nvcc reproduces it."""
+    import subprocess
+
+    nvcc = _nvcc_13_0()
+    if nvcc is None:
+        pytest.skip("needs nvcc 13.0 (the ptxas the device's NVRTC 13.0 matches)")
+    first, _, body = source(cell_id).partition("\n")
+    kernels = re.findall(r'-k "([^"]+)"', first)
+    body += "\nstatic void* const keep[] = {" + ", ".join(f"(void*)&{k}" for k in kernels) + "};\n"
+    (tmp_path / "cell.cu").write_text(body)
+    res = subprocess.run([nvcc, "-arch=sm_100a", "-cubin", "-std=c++17", f"-I{ROOT / 'grader' / 'include'}",
+                          "-Xptxas", "-v", "cell.cu", "-o", "cell.cubin"], cwd=tmp_path, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-2000:]
+    frames = re.findall(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", res.stderr)
+    assert len(frames) >= len(kernels), res.stderr[-2000:]
+    assert all(f == ("0", "0", "0") for f in frames), res.stderr[-2000:]
+
+
 def test_rubrics_fail_for_the_released_stubs():
     from grader.cuda.sass import RubricFailed
 

@@ -34,7 +34,7 @@ struct S {
 };
 
 template <class Cfg>
-__global__ void __launch_bounds__(Cfg::THREADS)
+__global__ void __launch_bounds__(Cfg::THREADS, 1)     // ", 1": nvcc 13.0 otherwise held it to 40 registers and spilled
 scaled_gemm(const __grid_constant__ TensorMap a_map,   // A (M, K bytes) uint8: boxes 128 rows × 128 B, 128B swizzle
             const __grid_constant__ TensorMap b_map,   // B (N, K bytes) uint8: the same
             const unsigned char* __restrict__ sfa,     // (M, K / V) scale bytes

@@ -23,7 +23,7 @@ struct G {
 };
 
 template <class Cfg>
-__global__ void __launch_bounds__(Cfg::THREADS)
+__global__ void __launch_bounds__(Cfg::THREADS, 1)
 umma_gemm(const __grid_constant__ TensorMap a_map,   // A (M, K): boxes 128 rows × 64 columns, 128B swizzle
           const __grid_constant__ TensorMap b_map,   // B (K, N): boxes 64 rows × 64 columns, 128B swizzle
           unsigned short* __restrict__ c,            // C (M, N) bf16 bits
@@ -126,7 +126,11 @@ umma_gemm(const __grid_constant__ TensorMap a_map,   // A (M, K): boxes 128 rows
         out[0] = make_uint4(w[0], w[1], w[2], w[3]);
         out[1] = make_uint4(w[4], w[5], w[6], w[7]);
       } else if (row < M) {
-        for (int j = 0; j < 16 && col0 + j < N; ++j) c[(size_t)row * N + col0 + j] = (w[j / 2] >> (16 * (j % 2))) & 0xffff;
+        // unrolled with a fixed count: w[] indexed by constants stays in registers (a loop that stops
+        // at N indexes it at run time, and NVRTC 13.0 then puts w in local memory: LDL/STL)
+#pragma unroll
+        for (int j = 0; j < 16; ++j)
+          if (col0 + j < N) c[(size_t)row * N + col0 + j] = (w[j / 2] >> (16 * (j % 2))) & 0xffff;
       }
     }
   }
