@@ -20,8 +20,9 @@ import grader  # noqa: F401  (simulator first)
 from grader.check import CheckFailed, check, run_case
 from grader.formats import bf16_to_f64
 from grader.integrity import trust
-from grader.notebooks import cell_source, run_cells, run_source
+from grader.notebooks import cell_source, run_cells
 from grader.problems import attention as P
+from tests.cells import compile_cell, run_rubric
 from tests.conftest import ROOT, lesson, solution
 from tests.wrong import ch04_attention as W
 from tests.wrong import caught
@@ -209,19 +210,12 @@ def test_paged_decode_mistakes_are_caught(mistake):
 
 # ---------------------------------------------------------------- C++ lessons, compiled here
 def _compile(source: str, name: str | None = None):
-    """A %%cuda cell's source compiled as the magic would (a GPU's arch, else sm_90a)."""
-    ns = {}
-    if name:
-        source = re.sub(r"^%%cuda \w+", f"%%cuda {name}", source)
-    run_source(source, "cell", ns)
-    return next(v for v in ns.values())
+    return compile_cell(source, name)
 
 
 def _rubric(notebook: str, module):
     _, rubric_cell, name = CPP[notebook]
-    from grader.cuda import sass
-
-    exec(compile(cell_source(solution(CH, notebook), rubric_cell), rubric_cell, "exec"), {name: module, "sass": sass})
+    run_rubric(CH, notebook, rubric_cell, **{name: module})
 
 
 @pytest.mark.parametrize("notebook", sorted(CPP))

@@ -22,9 +22,10 @@ import grader  # noqa: F401  (simulator first)
 from grader.compare import compare
 from grader.cuda.launch import LaunchShape
 from grader.formats import f32_to_bf16
-from grader.notebooks import cell_source, run_cells, run_source
+from grader.notebooks import cell_source, run_cells
 from grader.problems import hopper_fp8 as F
 from grader.problems.gemm import Shape
+from tests.cells import compile_cell, run_rubric
 from tests.conftest import ROOT, solution
 from tests.wrong import ch05_fp8 as W
 
@@ -36,19 +37,11 @@ def reference() -> str:
 
 
 def _compile(source: str, name: str = "fp8", only: str | None = KERNEL):
-    ns: dict = {}
-    first, _, body = source.partition("\n")
-    first = re.sub(r"^%%cuda \w+", f"%%cuda {name}", first)
-    if only:
-        first = re.sub(r' -k "[^"]*"', "", first) + f' -k "{only}"'
-    run_source(first + "\n" + body, "cell", ns)
-    return next(iter(ns.values()))
+    return compile_cell(source, name, only)
 
 
 def _rubric(module):
-    from grader.cuda import sass
-
-    exec(compile(cell_source(solution(CH, NB), RUBRIC), RUBRIC, "exec"), {"fp8": module, "sass": sass})
+    run_rubric(CH, NB, RUBRIC, fp8=module)
 
 
 # ---------------------------------------------------------------- e4m3 and the scalings

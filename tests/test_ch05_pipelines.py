@@ -27,6 +27,7 @@ from grader.cuda.launch import LaunchShape
 from grader.notebooks import cell_source, run_cells, run_source
 from grader.problems import hopper as P
 from grader.problems.gemm import Shape
+from tests.cells import compile_cell, run_rubric
 from tests.conftest import ROOT, solution
 from tests.wrong import ch05_pipelines as W
 
@@ -41,19 +42,11 @@ def reference() -> str:
 def _compile(source: str, name: str | None = None, only: str | None = KERNEL):
     """A %%cuda cell's source compiled as the magic would (sm_90a without a GPU); ``only``: just
     that kernel (half the build time)."""
-    ns: dict = {}
-    first, _, body = source.partition("\n")
-    first = re.sub(r"^%%cuda \w+", f"%%cuda {name or 'ws'}", first)
-    if only:
-        first = re.sub(r' -k "[^"]*"', "", first) + f' -k "{only}"'
-    run_source(first + "\n" + body, "cell", ns)
-    return next(iter(ns.values()))
+    return compile_cell(source, name or "ws", only)
 
 
 def _rubric(module):
-    from grader.cuda import sass
-
-    exec(compile(cell_source(solution(CH, NB), RUBRIC), RUBRIC, "exec"), {"ws": module, "sass": sass})
+    run_rubric(CH, NB, RUBRIC, ws=module)
 
 
 # ---------------------------------------------------------------- the problem

@@ -19,9 +19,10 @@ import pytest
 import grader  # noqa: F401  (simulator first)
 from grader.check import check
 from grader.cuda.launch import LaunchShape
-from grader.notebooks import cell_source, run_cells, run_source
+from grader.notebooks import cell_source, run_cells
 from grader.problems import hopper as P
 from grader.problems.gemm import Shape
+from tests.cells import compile_cell, run_rubric
 from tests.conftest import ROOT, solution
 from tests.wrong import caught
 from tests.wrong import ch05_wgmma as W
@@ -34,18 +35,11 @@ def reference() -> str:
 
 
 def _compile(source: str, name: str | None = None):
-    """A %%cuda cell's source compiled as the magic would (a GPU's arch, else sm_90a)."""
-    ns = {}
-    if name:
-        source = re.sub(r"^%%cuda \w+", f"%%cuda {name}", source)
-    run_source(source, "cell", ns)
-    return next(v for v in ns.values())
+    return compile_cell(source, name)
 
 
 def _rubric(module):
-    from grader.cuda import sass
-
-    exec(compile(cell_source(solution(CH, NB), RUBRIC), RUBRIC, "exec"), {"wg": module, "sass": sass})
+    run_rubric(CH, NB, RUBRIC, wg=module)
 
 
 # ---------------------------------------------------------------- the problem
