@@ -182,6 +182,29 @@ ws_gemm = wgmma_gemm.variant(
 )
 
 
+def persistent_grid(kernel, cluster: int, ctas: int | None = None):
+    """``grid(units)`` of a persistent kernel in clusters of ``cluster``: the CTAs the GPU holds at
+    once (whole clusters, as many as cuOccupancyMaxActiveClusters allows; asked once, on the first
+    launch), never more than ``units`` clusters; ``ctas`` overrides it."""
+    resident: list = []
+
+    def grid(units: int) -> int:
+        if ctas:
+            return ctas
+        if not resident:
+            from .. import device
+
+            n = device.info().sm_count
+            if cluster > 1:
+                try:
+                    n = kernel.max_active_clusters(cluster) * cluster
+                except Exception:       # an older driver: one CTA per SM, whole clusters
+                    n = n // cluster * cluster
+            resident.append(max(n, cluster))
+        return min(resident[0], units * cluster)
+    return grid
+
+
 def ws_gemm_launch(kernel, swizzle: str = "128B", ctas: int | None = None):
     """``launch(a, b, c)`` of a persistent ``ws_gemm<Cfg>``-style kernel ``(a_map, b_map, c_map, M, N,
     K)``: A's map with boxes TILE_M × TILE_K, B's TILE_K × 64, C's 64 × 64 (the epilogue's TMA
@@ -199,22 +222,7 @@ def ws_gemm_launch(kernel, swizzle: str = "128B", ctas: int | None = None):
                          "TILE_N and TILE_K (see grader/include/course.cuh)")
     cluster = max(shape.cluster, 1)
     a_box, b_box, c_box = (shape.tile_m, shape.tile_k), (shape.tile_k, 64), (64, 64)
-    resident: list = []
-
-    def grid(units: int) -> int:
-        if ctas:
-            return ctas
-        if not resident:
-            from .. import device
-
-            n = device.info().sm_count
-            if cluster > 1:
-                try:
-                    n = kernel.max_active_clusters(cluster) * cluster
-                except Exception:       # an older driver: one CTA per SM, whole clusters
-                    n = n // cluster * cluster
-            resident.append(max(n, cluster))
-        return min(resident[0], units * cluster)
+    grid = persistent_grid(kernel, cluster, ctas)
 
     def launch(a, b, c):
         M, K = a.shape

@@ -195,7 +195,7 @@ def fp8_gemm_launch(kernel, ctas: int | None = None):
     import numpy as np
 
     from ..cuda.module import _torch_stream_handle
-    from .hopper import _map_cache
+    from .hopper import _map_cache, persistent_grid
 
     _map = _map_cache()
     shape = kernel.launch_shape
@@ -203,22 +203,7 @@ def fp8_gemm_launch(kernel, ctas: int | None = None):
         raise ValueError(f"{kernel.name}: its configuration type must state THREADS, SMEM_BYTES, TILE_M and TILE_N")
     cluster = max(shape.cluster, 1)
     a_box, b_box, c_box = (shape.tile_m, BLOCK), (shape.tile_n // cluster, BLOCK), (64, 64)
-    resident: list = []
-
-    def grid(units: int) -> int:
-        if ctas:
-            return ctas
-        if not resident:
-            from .. import device
-
-            n = device.info().sm_count
-            if cluster > 1:
-                try:
-                    n = kernel.max_active_clusters(cluster) * cluster
-                except Exception:
-                    n = n // cluster * cluster
-            resident.append(max(n, cluster))
-        return min(resident[0], units * cluster)
+    grid = persistent_grid(kernel, cluster, ctas)
 
     def launch(a, b, sa, sb, c):
         M, K = a.shape
