@@ -12,7 +12,8 @@ memory-bound reference of the course beside its graded peer, in one process, und
   read_first  the read in the write's place, before ``before_each`` (isolates the order: the
               re-poison's writes stay dirty in L2)
 
-then ``write`` and ``clean`` again (the run-to-run noise). The kernels are exactly the graded ones:
+then ``write`` and ``clean`` again (the run-to-run noise). Where grader.timing has the read flush
+(``timing.FLUSH``), ``write`` and ``clean`` are its own code (FLUSH "write" / "read"). The kernels are exactly the graded ones:
 each solution notebook's cells up to its speed cell, run as the judge's runner runs them (``%%cuda``
 cells compiled, the other cells for their definitions only), the problem, its bench size, inputs,
 re-poisoning and peer from grader.problems; timing is grader.speed.timed (grader.timing's repeat,
@@ -39,7 +40,10 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 import grader  # noqa: E402,F401  (before numba: it picks the GPU or the simulator)
-from grader import peers, speed, timing  # noqa: E402
+import importlib  # noqa: E402
+from grader import peers, timing  # noqa: E402
+
+speed = importlib.import_module("grader.speed")      # the module (``grader.speed`` is also the verb)
 
 SOL = ROOT / "solutions"
 #        key        notebook                                              speed cell        launch              problem
@@ -103,6 +107,8 @@ def time_call_mode(mode: str):
     """grader.timing.time_call with the flush of ``mode`` (the rest as grader.timing does it)."""
     if mode == "write":
         return ORIGINAL_TIME_CALL
+    if hasattr(timing, "FLUSH"):
+        timing.FLUSH = "write"             # read_first: only this module's read flush, in the write's place
 
     def time_call(fn, *, before_each=None, flush=True, budget_s=3.0, timer=None, warmup=3, min_reps=10):
         timer = timer or timing.EventTimer()
@@ -124,7 +130,11 @@ def time_call_mode(mode: str):
 
 
 def set_mode(mode: str) -> None:
-    timing.time_call = time_call_mode(mode)
+    if hasattr(timing, "FLUSH") and mode in ("write", "clean"):   # grader.timing with the read flush: its own
+        timing.FLUSH = "write" if mode == "write" else "read"      # code for both ("write" keeps its old order)
+        timing.time_call = ORIGINAL_TIME_CALL
+    else:
+        timing.time_call = time_call_mode(mode)
     peers._measured.clear()                     # peers are measured once per process: again per mode
 
 
@@ -291,7 +301,7 @@ def main() -> int:
 
 
 def print_table(rows: list) -> None:
-    print("\n==== SUMMARY: ratio to the graded peer (median of the two runs where there are two)")
+    print("\n==== SUMMARY: ratio to the graded peer (mean of the two runs where there are two)")
     print(f"{'reference':<26} {'peer':<32} {'write':>7} {'clean':>7} {'clean-write':>11} {'read_first':>10} "
           f"{'target':>6} {'floor':>5}  µs write→clean")
     for r in rows:
