@@ -1,6 +1,7 @@
 """Chapter 05, lesson 04 (schedules): a data-parallel + Stream-K GEMM and a fused bias + GELU epilogue.
 
-On the CPU: the plan (which tiles are whole) and the wave arithmetic of the lesson's shape; the
+On the CPU: the plan (which tiles are whole; never more split tiles than the
+workspace's slots) and the wave arithmetic of the lesson's shape; the
 workspace bound (the kernel's workspace fits, a split-K with an fp32 C per split does not); the
 problems (shapes TMA can describe, split tiles with empty and two-tile ranges, the peer); the fused
 reference and tolerance (an fp32 emulation passes, a missing bias or a bias from the wrong column
@@ -57,15 +58,19 @@ def test_plan_splits_a_mostly_empty_last_wave_only():
     assert P.streamk_plan(144, 128, 132) == 132                 # 132 + 12: the 12 are split
     assert P.streamk_plan(512, 64, 132) == 512                  # 3·132 + 116: the last wave is 88% full
     assert P.streamk_plan(132, 64, 132) == 132 and P.streamk_plan(5, 1, 132) == 5    # full waves; one k step
-    assert P.streamk_plan(512, 64, 132, "tail") == 396 and P.streamk_plan(144, 128, 132, "all") == 0
+    assert P.streamk_plan(512, 64, 132, "tail") == 396 and P.streamk_plan(144, 128, 132, "all") == 12
     assert P.streamk_plan(144, 128, 132, "none") == 144 and P.streamk_plan(1, 129, 132) == 0
+    assert P.streamk_plan(100, 64, 132, "all") == 0                   # never more split tiles than CTAs (slots)
+    for tiles in range(1, 700):
+        for split in ("auto", "tail", "all", "none"):
+            assert 0 <= tiles - P.streamk_plan(tiles, 64, 132, split) <= 132
     with pytest.raises(ValueError):
         P.streamk_plan(144, 128, 132, "sometimes")
 
 
 def test_wave_shape_is_quantized_and_its_split_ranges_cover_every_iteration():
-    s = P.WAVE_SHAPE
-    assert _tiles(s) == 132 + 12 and s.K == 8192
+    assert _tiles(P.WAVE_SHAPE) == 132 + 4 and P.WAVE_SHAPE.K == 16384
+    assert _tiles(P.WAVE_SHAPE_2) == 132 + 12 and P.WAVE_SHAPE_2 in P.STREAMK_SIZES
     empty = spans = False
     for shape in P.STREAMK_SIZES + P.STREAMK_HIDDEN:
         tiles, k_tiles = _tiles(shape), -(-shape.K // 64)
@@ -83,7 +88,7 @@ def test_workspace_fits_the_bound_and_a_split_k_copy_of_c_does_not():
     bound = P.streamk_scratch_bytes(P.WAVE_SHAPE)
     assert 132 * (128 * 256 * 4 + 4) <= bound <= 21 * 2**20
     s = P.WAVE_SHAPE
-    assert 11 * s.M * s.N * 4 > bound                             # 11 splits, an fp32 C each
+    assert 33 * s.M * s.N * 4 > bound                             # 33 splits, an fp32 C each
     assert P.streamk_gemm.max_scratch_bytes is P.streamk_scratch_bytes
 
 

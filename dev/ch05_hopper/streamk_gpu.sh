@@ -5,7 +5,9 @@
 #   3. the schedules against cuBLAS at the wave-quantized shapes, 4096³ and 8192³; the fused epilogue
 #      against its unfused peers (time);
 #   4. lesson 04_schedules through the judge (--in-notebook; the other chapter 05 lessons removed from this copy).
-# Each step has its own timeout (CHECK_S, WRONG_S, TIME_S, NB_S); SKIP="2 4" skips steps 2 and 4.
+# Each step has its own timeout (CHECK_S, WRONG_S, TIME_S, NB_S); SKIP="2 4" skips steps 2 and 4; DIAG=1 adds
+# step 3b, the diagnostic variants (streamk_gpu.py diag, DIAG_S); SK_QUICK=1 checks and times less (a short
+# device budget; the judge in step 4 checks every size); WRONG_P: wrong kernels in parallel (2).
 # Usage: bash dev/ch05_hopper/streamk_gpu.sh OUTDIR
 set -u
 out=$1
@@ -24,12 +26,16 @@ fi
 if [[ $skip != *" 2 "* ]]; then
   echo "== 2. wrong kernels" | tee -a "$log"
   names=$(python3 -c "from tests.wrong.ch05_streamk import VALUE_CATCHES; print(' '.join(sorted(VALUE_CATCHES)))")
-  printf '%s\n' $names | xargs -P 2 -I{} timeout "${WRONG_S:-45}" python3 $py wrong {} 2>&1 \
+  printf '%s\n' $names | xargs -P ${WRONG_P:-2} -I{} timeout "${WRONG_S:-45}" python3 $py wrong {} 2>&1 \
     | grep -E "RESULT|Error|error" | cut -c1-500 | tee -a "$log"
 fi
 if [[ $skip != *" 3 "* ]]; then
   echo "== 3. timing" | tee -a "$log"
   timeout "${TIME_S:-130}" python3 $py time 2>&1 | grep -E "TIME|WRONG|Error|rror:|not built" | tee -a "$log"
+fi
+if [[ " ${DIAG:-} " == *" 1 "* ]]; then
+  echo "== 3b. diagnostics (where the tail's time goes)" | tee -a "$log"
+  timeout "${DIAG_S:-80}" python3 $py diag 2>&1 | grep -E "DIAG|Error|rror:" | tee -a "$log"
 fi
 if [[ $skip != *" 4 "* ]]; then
   echo "== 4. scoreboard (lesson 04_schedules)" | tee -a "$log"

@@ -11,7 +11,8 @@
 //     counting ring uses across calls (`it`), so the parities run on from tile to tile;
 //   * store_tile<Cfg, Epi>: the epilogue -- Epi::apply(acc, bias[n]) per element, bf16 pairs into
 //     the 128-byte-swizzled staging boxes, TMA stores (clipped at C's edges);
-//   * flags in global memory for the CTAs of one grid: a release store, a bounded acquire wait;
+//   * sums and counts in global memory for the CTAs of one grid: vector fp32 atomic adds, a release
+//     add, a bounded acquire wait;
 //   * tanh_approx (the MUFU.TANH instruction), for GELU.
 // The Cfg type states TILE_M, TILE_N, TILE_K (64), STAGES, CONSUMERS, A_BYTES, B_BOX_BYTES, B_BOXES,
 // STAGE_BYTES, C_BOX_BYTES (see 05.03's Ws).
@@ -139,11 +140,17 @@ __device__ __forceinline__ void store_tile(float (&acc)[R], const TensorMap* c_m
   }
 }
 
-// ---- flags between the CTAs of one grid ----------------------------------------------------------
-// A release store at GPU scope: every write this thread made -- and, after a barrier, every write
-// of the threads that synchronised with it -- is visible to whoever acquires the value.
-__device__ __forceinline__ void st_release_gpu(int* p, int v) {
-  asm volatile("st.release.gpu.global.b32 [%0], %1;\n" :: "l"(p), "r"(v) : "memory");
+// ---- counts and sums between the CTAs of one grid ----------------------------------------------
+// Four fp32 atomic adds at L2 in one instruction (sm_90), relaxed, no value returned.
+__device__ __forceinline__ void red_add_v4(float4* p, float4 v) {
+  asm volatile("red.relaxed.gpu.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n"
+               :: "l"(p), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w) : "memory");
+}
+// An atomic add with release semantics at GPU scope: every write this thread made -- and, after a
+// barrier, every write of the threads that synchronised with it -- is visible to whoever acquires
+// the new value.
+__device__ __forceinline__ void red_add_release_gpu(int* p, int v) {
+  asm volatile("red.release.gpu.global.add.s32 [%0], %1;\n" :: "l"(p), "r"(v) : "memory");
 }
 __device__ __forceinline__ int ld_acquire_gpu(const int* p) {
   int v;

@@ -5,13 +5,13 @@
 compile anywhere. Which check catches each:
 
 * on a Hopper GPU, each in a process of its own (``VALUE_CATCHES``, with the shapes that show it):
-  ``fixup_without_waiting`` — the owner of a split tile adds the other CTAs' pieces without waiting
-  for their flags: a race, it reads slots still being written (or last launch's pieces);
+  ``fixup_without_waiting`` — the owner of a split tile reads the tile's sum without waiting for
+  its count: a race, it reads (and clears) a sum the other CTAs are still adding into;
   ``range_drops_last_partial`` — each CTA's range is c·⌊iters / gridDim.x⌋: the last
   iters mod gridDim.x k steps belong to nobody, so the last split tile misses its end (and with
   fewer iterations than CTAs, every split tile is left unwritten: NaN);
-  ``owner_waits_for_empty_ranges`` — the owner also waits for CTAs whose range is empty (fewer
-  iterations than CTAs): a flag that never comes, so the bounded wait traps (must not hang);
+  ``owner_waits_for_empty_ranges`` — the owner also counts CTAs whose range is empty (fewer
+  iterations than CTAs): a count never reached, so the bounded wait traps (must not hang);
   ``gelu_without_bias`` — the fused epilogue forgets the bias;
 * the rubric, on any machine (``RUBRIC_CATCHES``): setmaxnreg without ``__launch_bounds__``.
 """
@@ -24,11 +24,9 @@ NOTEBOOK, CELL, RUBRIC = "04_schedules.ipynb", "v_sk", "test_sk_sass"
 KERNEL, FUSED = "sk_gemm<Sk<128, 256, 4, 8, Plain>>", "sk_gemm<Sk<128, 256, 4, 8, BiasGelu>>"
 
 STREAMK_MISTAKES = {
-    "fixup_without_waiting": [("          if (signaller) sm90::wait_flag_or_trap(&flags[c], epoch);\n", "")],
+    "fixup_without_waiting": [("        if (signaller) sm90::wait_flag_or_trap(&counts[t - dp_tiles], pieces);\n", "")],
     "range_drops_last_partial": [("return (int)(c * iters / gridDim.x);", "return (int)(c * (iters / gridDim.x));")],
-    "owner_waits_for_empty_ranges": [
-        ("          if (range_begin(c + 1) == range_begin(c)) continue;  // an empty range: fewer iterations than CTAs\n",
-         "")],
+    "owner_waits_for_empty_ranges": [("pieces += range_begin(c + 1) > range_begin(c);", "pieces += 1;")],
     "gelu_without_bias": [("const float x = acc + bias;", "const float x = acc;")],
     "setmaxnreg_without_launch_bounds": [("__global__ void __launch_bounds__(Cfg::THREADS, 1)", "__global__ void")],
 }

@@ -1,6 +1,6 @@
 %%cuda sk --arch sm_90a -k "sk_gemm<Sk<128, 256, 4, 8, Plain>>" -k "sk_gemm<Sk<128, 256, 4, 8, BiasGelu>>"
 #include "course.cuh"     // the launch contract
-#include "gemm_sm90.cuh"  // 05.03's pieces: the ring, load_k_range, mma_k_range, store_tile, flags
+#include "gemm_sm90.cuh"  // 05.03's pieces: the ring, load_k_range, mma_k_range, store_tile, atomics
 using course::TensorMap;
 namespace sm90 = course::sm90;
 
@@ -27,8 +27,9 @@ struct BiasGelu {                 // C = GELU(A·B + bias), GELU's tanh form (GP
 // one per CTA per wave (grouped order); the k steps of the remaining tiles -- the last, mostly
 // empty wave -- are laid end to end, (tiles - dp_tiles) · k_tiles "iterations", and each CTA takes
 // an equal contiguous range of them. A tile split between CTAs is finished by the CTA holding its
-// first k step: the others write their fp32 pieces to `partials` (one tile-sized slot per CTA) and
-// raise their flag; it waits for those flags, adds the pieces, and runs the epilogue.
+// first k step: the others add their fp32 pieces into the tile's slot of `partials` (atomically, at
+// L2) and count themselves in `counts`; it waits for the count, adds the sum, and runs the epilogue,
+// leaving the slot and the count at zero for the next launch.
 template <int BM, int BN, int STAGES_, int GROUP_M_, class Epi_>
 struct Sk {
   using Epi = Epi_;
@@ -44,7 +45,7 @@ struct Sk {
   static constexpr int RING_BYTES = STAGES * STAGE_BYTES;
   static constexpr int SMEM_BYTES = RING_BYTES + CONSUMERS * C_STAGE_BYTES + 1024;
   static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
-  static constexpr int PARTIAL_FLOATS = BM * BN;               // one fp32 tile: a CTA's slot in `partials`
+  static constexpr int PARTIAL_FLOATS = BM * BN;               // one fp32 tile: a split tile's slot in `partials`
 };
 
 template <class Cfg>
@@ -53,11 +54,10 @@ sk_gemm(const __grid_constant__ TensorMap a_map,   // A (M, K): box 64 columns �
         const __grid_constant__ TensorMap b_map,   // B (K, N): box 64 columns × 64 rows
         const __grid_constant__ TensorMap c_map,   // C (M, N): box 64 × 64 (stores)
         const unsigned short* bias,                // (N,) bf16 bits; read only when Epi::BIAS
-        float* partials,                           // (gridDim.x, PARTIAL_FLOATS) fp32; null when nothing is split
-        int* flags,                                // (gridDim.x,): flags[c] == epoch once CTA c's piece is written
+        float* partials,                           // (split tiles, PARTIAL_FLOATS) fp32, zeros; null when nothing is split
+        int* counts,                               // (split tiles,) zeros: later pieces added into each slot so far
         int M, int N, int K,
-        int dp_tiles,                              // tiles computed whole; the rest are split along K
-        int epoch)                                 // this launch's number (flags of earlier ones hold smaller)
+        int dp_tiles)                              // tiles computed whole; the rest (at most gridDim.x) split along K
 {
   using Epi = typename Cfg::Epi;
   constexpr int BM = Cfg::TILE_M, BN = Cfg::TILE_N, BK = Cfg::TILE_K;
@@ -123,42 +123,52 @@ sk_gemm(const __grid_constant__ TensorMap a_map,   // A (M, K): box 64 columns �
     unsigned char* c_stage = ring.base + Cfg::RING_BYTES + (wg - 1) * Cfg::C_STAGE_BYTES;
     float acc[BN / 2];                             // this thread's part of a 64 × BN fp32 tile
     int it = 0;
-    // a CTA's slot of `partials`, as float4s: thread ct's j-th four accumulators at [j · 256 + ct]
-    auto slot = [&](int c) { return reinterpret_cast<float4*>(partials + (size_t)c * Cfg::PARTIAL_FLOATS); };
+    // split tile s's slot of `partials`, as float4s: thread ct's j-th four accumulators at [j · 256 + ct]
+    auto slot = [&](int s) { return reinterpret_cast<float4*>(partials + (size_t)s * Cfg::PARTIAL_FLOATS); };
     for_each_work([&](int t, int kb, int ke) {
       int m0, n0;
       origin(t, m0, n0);
       sm90::mma_k_range(ring, acc, rows, kb, ke, it);
-      // 1c. kb > 0: a later piece of a split tile (only a range's first piece can be one). Write acc to
-      //     this CTA's slot (__stcg), fence, sync the 256 consumer threads (named barrier 3), and one
-      //     thread raises flags[blockIdx.x] to `epoch` (sm90::st_release_gpu); then this piece is done.
-      //     kb == 0 and ke < k_tiles: the first piece -- for every later CTA whose (non-empty) range
-      //     starts inside this tile, wait for its flag (sm90::wait_flag_or_trap, one thread per
-      //     warpgroup, then the warpgroup's named barrier) and add its slot (__ldcg). (about 20 lines)
+      // 1c. kb > 0: a later piece of a split tile (only a range's first piece can be one). Add acc into
+      //     the tile's fp32 sum in the workspace (sm90::red_add_v4: an atomic add at L2, fire and forget),
+      //     fence, sync the 256 consumer threads (named barrier 3), and one thread adds 1 to the tile's
+      //     count (sm90::red_add_release_gpu); then this piece is done.
+      //     kb == 0 and ke < k_tiles: the first piece. Count the later CTAs whose (non-empty) range
+      //     starts inside this tile, wait until the tile's count reaches it (sm90::wait_flag_or_trap, one
+      //     thread per warpgroup, then the warpgroup's named barrier), add the sum (__ldcg) to acc and
+      //     leave zeros behind; once both warpgroups have read it, reset the count. (about 25 lines)
       // BEGIN SOLUTION
+      float4* sum = slot(t - dp_tiles);            // (PARTIAL_FLOATS) fp32: this split tile's later pieces, summed
       if (kb > 0) {
-        float4* mine = slot(blockIdx.x);
 #pragma unroll
         for (int j = 0; j < BN / 8; ++j)
-          __stcg(mine + j * 256 + ct, make_float4(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]));
+          sm90::red_add_v4(sum + j * 256 + ct, make_float4(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]));
         __threadfence();
         course::named_barrier_sync(3, 256);
-        if (threadIdx.x == 128) sm90::st_release_gpu(&flags[blockIdx.x], epoch);
+        if (threadIdx.x == 128) sm90::red_add_release_gpu(&counts[t - dp_tiles], 1);
         return;
       }
       if (ke < k_tiles) {
         const int tile_end = (t - dp_tiles + 1) * k_tiles;     // one past the tile's last iteration
-        for (int c = blockIdx.x + 1; c < gridDim.x && range_begin(c) < tile_end; ++c) {
-          if (range_begin(c + 1) == range_begin(c)) continue;  // an empty range: fewer iterations than CTAs
-          if (signaller) sm90::wait_flag_or_trap(&flags[c], epoch);
-          course::named_barrier_sync(wg, 128);
-          const float4* piece = slot(c);
+        int pieces = 0;
+        for (int c = blockIdx.x + 1; c < gridDim.x && range_begin(c) < tile_end; ++c)
+          pieces += range_begin(c + 1) > range_begin(c);       // empty ranges (fewer iterations than CTAs) add nothing
+        if (signaller) sm90::wait_flag_or_trap(&counts[t - dp_tiles], pieces);
+        course::named_barrier_sync(wg, 128);
 #pragma unroll
-          for (int j = 0; j < BN / 8; ++j) {
-            const float4 p = __ldcg(piece + j * 256 + ct);
-            acc[4 * j] += p.x; acc[4 * j + 1] += p.y; acc[4 * j + 2] += p.z; acc[4 * j + 3] += p.w;
+        for (int h = 0; h < BN / 128; ++h) {
+          float4 p[16];
+#pragma unroll
+          for (int j = 0; j < 16; ++j) p[j] = __ldcg(sum + (16 * h + j) * 256 + ct);
+#pragma unroll
+          for (int j = 0; j < 16; ++j) {
+            float* a = acc + 4 * (16 * h + j);
+            a[0] += p[j].x; a[1] += p[j].y; a[2] += p[j].z; a[3] += p[j].w;
+            __stcg(sum + (16 * h + j) * 256 + ct, make_float4(0.f, 0.f, 0.f, 0.f));   // zeros for the next launch
           }
         }
+        course::named_barrier_sync(3, 256);
+        if (threadIdx.x == 128) counts[t - dp_tiles] = 0;
       }
       // END SOLUTION
       sm90::store_tile<Cfg, Epi>(acc, &c_map, c_stage, m0, n0, rows, wg, bias, N);
