@@ -13,11 +13,7 @@ and each value mistake is caught in a process of its own.
 """
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
-import textwrap
 from types import SimpleNamespace
 
 import numpy as np
@@ -30,7 +26,7 @@ from grader.formats import bf16_to_f64, f32_to_bf16
 from grader.notebooks import cell_source, run_cells
 from grader.problems import hopper_streamk as P
 from grader.problems.gemm import Shape
-from tests.cells import compile_cell, run_rubric
+from tests.cells import check_in_own_process, compile_cell, run_rubric
 from tests.conftest import ROOT, solution
 from tests.wrong import ch05_streamk as W
 
@@ -208,28 +204,17 @@ def test_reference_passes_on_a_gpu():
 @pytest.mark.parametrize("mistake", sorted(W.VALUE_CATCHES))
 def test_value_mistakes_are_caught_in_their_own_process(mistake):
     problem, shape = W.VALUE_CATCHES[mistake]
-    script = textwrap.dedent(f"""
-        import os, sys
-        sys.path.insert(0, {str(ROOT)!r})
-        from grader.check import CheckFailed, check
+    line = check_in_own_process(f"""
         from grader.problems import hopper_streamk as P
         from tests.test_ch05_streamk import W, _compile, reference
-        which = W.FUSED if {problem!r} == "fused" else W.KERNEL
+        fused = {problem!r} == "fused"
+        which = W.FUSED if fused else W.KERNEL
         module = _compile(W.cpp_variant(reference(), W.STREAMK_MISTAKES[{mistake!r}]), "wrong", only=which)
-        launch = (P.fused_gemm_launch if {problem!r} == "fused" else P.streamk_gemm_launch)(module[which])
-        try:
-            for _ in range(3):              # a race may be lucky once
-                check(launch, P.fused_gemm if {problem!r} == "fused" else P.streamk_gemm,
-                      sizes=[P.Shape{shape}], quiet=True)
-            print("RESULT: passed")
-        except CheckFailed as e:
-            print("RESULT:", str(e).replace(chr(10), " | "))
-        sys.stdout.flush()
-        os._exit(0)
+        launch = (P.fused_gemm_launch if fused else P.streamk_gemm_launch)(module[which])
+    """, f"""
+        for _ in range(3):              # a race may be lucky once
+            check(launch, P.fused_gemm if fused else P.streamk_gemm, sizes=[P.Shape{shape}], quiet=True)
     """)
-    env = {**os.environ, "GRADER_GPU_TIMEOUT": "10", "PYTHONPATH": f"{ROOT}:{os.environ.get('PYTHONPATH', '')}"}
-    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=240, env=env, cwd=ROOT)
-    line = next((ln for ln in r.stdout.splitlines() if ln.startswith("RESULT:")), r.stdout[-500:] + r.stderr[-1500:])
     print(mistake, line)
     assert "failed at shape" in line, line
     if mistake in W.MUST_TRAP:

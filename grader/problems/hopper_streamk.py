@@ -27,7 +27,7 @@ from .. import peers
 from ..formats import BF16, bf16_to_f64, f32_to_bf16
 from ..problem import Problem
 from .gemm import Shape, _bf16_inputs, bf16_output_tolerance, flops
-from .hopper import WS_HIDDEN, WS_SIZES, _map_cache, tma_gemm_shape_ok, ws_gemm
+from .hopper import WS_HIDDEN, WS_SIZES, _map_cache, gemm_launch_shape, require_tma_gemm, ws_gemm
 
 SMS_AT_MOST = 160                     # the workspace bound allows a persistent grid of up to 160 CTAs
 TILE = (128, 256)
@@ -114,10 +114,7 @@ def streamk_gemm_launch(kernel, split: str = "auto", ctas: int | None = None):
     from ..cuda.module import _torch_stream_handle
 
     _map = _map_cache()
-    shape = kernel.launch_shape
-    if shape is None or not (shape.tile_m and shape.tile_n and shape.tile_k):
-        raise ValueError(f"{kernel.name}: its configuration type must state THREADS, SMEM_BYTES, TILE_M, "
-                         "TILE_N and TILE_K (see grader/include/course.cuh)")
+    shape = gemm_launch_shape(kernel)
     if (shape.tile_m, shape.tile_n) != TILE:
         raise ValueError(f"{kernel.name}: the workspace holds {TILE[0]} × {TILE[1]} tiles")
     a_box, b_box, c_box = (shape.tile_m, shape.tile_k), (shape.tile_k, 64), (64, 64)
@@ -130,9 +127,7 @@ def streamk_gemm_launch(kernel, split: str = "auto", ctas: int | None = None):
         N = b.shape[1]
         if M == 0 or N == 0:
             return
-        if not tma_gemm_shape_ok(Shape(M, N, K)):
-            raise ValueError(f"TMA cannot describe a {M}×{N}×{K} GEMM in bf16: rows must be a multiple of "
-                             "16 bytes apart, so K and N must be multiples of 8")
+        require_tma_gemm(M, N, K)
         if not sms:
             from .. import device
 
