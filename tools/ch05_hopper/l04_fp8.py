@@ -133,8 +133,10 @@ than 128 products.
 an H100 (739 µs; this lesson's run). A 128 × 128 × 128 k tile is 4.2 MFLOP for 32 KiB of A and B (one byte
 each): at 11.3 TFLOP/s per SM that is 0.37 µs per tile, 89 GB/s per SM, 12 TB/s over 132 SMs from L2 —
 about what 05.03's bf16 kernel drew (FP8 halves the bytes of a tile, the tensor core doubles its rate). The promotion costs each consumer
-about 64 FMAs and a `wait_group 0` per 4 wgmmas; while one consumer warpgroup promotes, the other's
-wgmmas keep the tensor core busy.
+about 64 FMAs and a `wait_group 0` per 4 wgmmas: 0.37 µs of tensor work per k tile has to cover a
+warpgroup's drain and promotion, or the tensor core waits. Left alone, the two consumer warpgroups
+drift into step — both issue, both wait, both promote, and nothing runs on the tensor core meanwhile —
+so the kernel makes them **take turns** (below).
 """),
         md(r"""
 ## The kernel
@@ -145,6 +147,18 @@ one k tile is one scale block, and 128 e4m3 are exactly the 128-byte swizzle's s
 like 05.02's A (SBO 1024, the 128-byte swizzle; +32 bytes per k32 step). With clusters of 2, each CTA
 loads 64 of B's 128 rows and multicasts them. 6 slots of 32 KiB. The scales are read with `__ldg`
 before each k tile's wait, so their latency hides behind it; they are 1/128 of A's bytes.
+
+**Turns** (`TURNS`, on by default; `Fp8<…, false>` turns them off). Consumer c waits on named barrier
+3 + c before it issues a k tile's four wgmmas and arrives on the other's barrier right after its
+commit (`bar.sync` / `bar.arrive` with 256 threads: one warpgroup arrives, the other waits). So the
+tensor core gets consumer 0's k tile, then consumer 1's, then 0's next — and each warpgroup's drain
+and promotion run while the tensor core works through the other's wgmmas. Consumer 1 arrives once
+first (consumer 0 starts) and skips its arrival after its very last k tile, so no arrival is left
+waiting when the kernel ends. Registers are what rule out the other overlap — a second partial, so a
+warpgroup's next wgmmas run during its own promotion: ptxas (nvcc 13.0) compiles the whole kernel
+within the 168 registers a thread of a 384-thread block has at launch, not the 232 that `setmaxnreg`
+gives the consumers at run time, and 64 × 128 of accumulator and partial already take 128 of them
+(a 64 × 192 consumer tile, 192 registers of the two, spilled).
 
 ### Exercise (about 8 lines in two places)
 
