@@ -60,6 +60,24 @@ __device__ __forceinline__ void wgmma_m64n192k32_e4m3(float (&d)[96], unsigned l
       : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 }
 
+__device__ __forceinline__ void wgmma_m64n96k32_e4m3(float (&d)[48], unsigned long long desc_a,
+                                                    unsigned long long desc_b, int scale_d) {
+  asm volatile(
+      "{\n .reg .pred p;\n setp.ne.b32 p, %50, 0;\n"
+      " wgmma.mma_async.sync.aligned.m64n96k32.f32.e4m3.e4m3 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47"
+      "}, %48, %49, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+
 __device__ __forceinline__ void bar_arrive(unsigned id, unsigned threads) {
   asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
@@ -67,12 +85,14 @@ __device__ __forceinline__ void bar_arrive(unsigned id, unsigned threads) {
 template <int R>
 __device__ __forceinline__ void wg_e4m3(float (&d)[R], unsigned long long da, unsigned long long db, int sd) {
   if constexpr (R == 96) wgmma_m64n192k32_e4m3(d, da, db, sd);
+  else if constexpr (R == 48) wgmma_m64n96k32_e4m3(d, da, db, sd);
+  else if constexpr (R == 32) wgmma_m64n64k32_e4m3(d, da, db, sd);
   else course::wgmma_e4m3(d, da, db, sd);
 }
 
-template <int BM, int BN, int STAGES_, int CLUSTER_, int GROUP_M_, int SUB_ = 1, int MODE_ = 0, int PWARP_ = 0, int PING_ = 0>
+template <int BM, int BN, int STAGES_, int CLUSTER_, int GROUP_M_, int SUB_ = 1, int MODE_ = 0, int PWARP_ = 0, int PING_ = 0, int PREF_ = 0>
 struct Fp8 {
-  static constexpr int SUB = SUB_, MODE = MODE_, PWARP = PWARP_, PING = PING_;   // PING: consumers take turns   // PWARP: a producer warp, no setmaxnreg
+  static constexpr int SUB = SUB_, MODE = MODE_, PWARP = PWARP_, PING = PING_, PREF = PREF_;   // PREF: scales loaded one k tile ahead;   // PING: consumers take turns   // PWARP: a producer warp, no setmaxnreg
   static constexpr int TILE_M = BM, TILE_N = BN, TILE_K = 128, STAGES = STAGES_, CLUSTER = CLUSTER_;
   static constexpr int GROUP_M = GROUP_M_;
   static constexpr int CONSUMERS = BM / 64;
@@ -204,7 +224,7 @@ fp8_gemm(const __grid_constant__ TensorMap a_map,   // A (M, K) e4m3: box 128 co
           course::wgmma_fence();
 #pragma unroll
           for (int k = 0; k < BK / 32; ++k)
-            course::wgmma_e4m3(acc, course::desc_advance(da, 32 * k), course::desc_advance(db, 32 * k), (kt > 0 || k > 0) ? 1 : 0);
+            wg_e4m3(acc, course::desc_advance(da, 32 * k), course::desc_advance(db, 32 * k), (kt > 0 || k > 0) ? 1 : 0);
           course::wgmma_commit();
           course::wgmma_wait<1>();
           course::wgmma_fence_operand(acc);
@@ -214,6 +234,51 @@ fp8_gemm(const __grid_constant__ TensorMap a_map,   // A (M, K) e4m3: box 128 co
         course::wgmma_wait<0>();
         course::wgmma_fence_operand(acc);
         if (prev >= 0) release(prev);
+      } else if constexpr (Cfg::SUB == 3) {
+        // the k tile in two column halves, one after the other, through ONE partial of BN / 4 registers
+        constexpr int HN = BN / 2, HR = BN / 4;
+        float part[HR];
+        float pf_lo = __ldg(sa_lo), pf_hi = __ldg(sa_hi), pf_b = __ldg(sb_n), pf_b2 = __ldg(sb_next);
+        for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+          const int s = it % S;
+          const float a_lo = pf_lo, a_hi = pf_hi, b0 = pf_b, b1 = pf_b2;
+          const int kn = min(kt + 1, k_tiles - 1);
+          pf_lo = __ldg(sa_lo + kn); pf_hi = __ldg(sa_hi + kn); pf_b = __ldg(sb_n + kn);
+          if constexpr (BN > 128) pf_b2 = __ldg(sb_next + kn);
+          course::mbar_wait_or_trap(&full[s], (it / S) & 1);
+          const unsigned long long da = course::make_smem_desc(course::smem_u32(a_slot(s)) + rows * 128, 16, 1024,
+                                                               course::DESC_SWIZZLE_128B);
+          const bool last = u + clusters >= units && kt + 1 == k_tiles;
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const unsigned long long db = course::make_smem_desc(course::smem_u32(b_slot(s)) + h * HN * 128, 16, 1024,
+                                                                 course::DESC_SWIZZLE_128B);
+            if constexpr (Cfg::PING) course::named_barrier_sync(3 + (wg - 1), 256);
+            course::wgmma_fence_operand(part);
+            course::wgmma_fence();
+#pragma unroll
+            for (int k = 0; k < BK / 32; ++k)
+              wg_e4m3(part, course::desc_advance(da, 32 * k), course::desc_advance(db, 32 * k), k > 0 ? 1 : 0);
+            course::wgmma_commit();
+            if constexpr (Cfg::PING)
+              if (wg == 1 || !(last && h == 1)) bar_arrive(4 - (wg - 1), 256);
+            course::wgmma_wait<0>();
+            course::wgmma_fence_operand(part);
+            if (h == 1) release(s);
+            float s_lo[HN / 32], s_hi[HN / 32];
+#pragma unroll
+            for (int q = 0; q < HN / 32; ++q) {
+              const float b = (BN == 128 || h * HN + 32 * q < split) ? b0 : b1;
+              s_lo[q] = a_lo * b;
+              s_hi[q] = a_hi * b;
+            }
+#pragma unroll
+            for (int j = 0; j < HR; ++j) {
+              const int i = h * HR + j;
+              acc[i] = fmaf(part[j], (j & 2) ? s_hi[j / 16] : s_lo[j / 16], acc[i]);
+            }
+          }
+        }
       } else if constexpr (Cfg::SUB == 2) {
         // two 64 × 64 halves, each with its own partial: one half's promotion overlaps the other's wgmmas
         float p0[32], p1[32];
@@ -260,11 +325,20 @@ fp8_gemm(const __grid_constant__ TensorMap a_map,   // A (M, K) e4m3: box 128 co
           a_lo = n_lo; a_hi = n_hi; b_s = n_b;
         }
       } else {
+      float pf_lo = 0.f, pf_hi = 0.f, pf_b = 0.f;
+      if constexpr (Cfg::PREF) { pf_lo = __ldg(sa_lo); pf_hi = __ldg(sa_hi); pf_b = __ldg(sb_n); }
       for (int kt = 0; kt < k_tiles; ++kt, ++it) {
         const int s = it % S;
         // the scales of k block kt, loaded before the wait so their latency hides behind it
-        float scale_lo = __ldg(sa_lo + kt), scale_hi = __ldg(sa_hi + kt);
-        const float scale_b = __ldg(sb_n + kt), scale_b_next = BN > 128 ? __ldg(sb_next + kt) : 0.f;
+        float scale_lo, scale_hi, scale_b;
+        if constexpr (Cfg::PREF) {
+          scale_lo = pf_lo; scale_hi = pf_hi; scale_b = pf_b;
+          const int kn = min(kt + 1, k_tiles - 1);
+          pf_lo = __ldg(sa_lo + kn); pf_hi = __ldg(sa_hi + kn); pf_b = __ldg(sb_n + kn);
+        } else {
+          scale_lo = __ldg(sa_lo + kt); scale_hi = __ldg(sa_hi + kt); scale_b = __ldg(sb_n + kt);
+        }
+        const float scale_b_next = BN > 128 ? __ldg(sb_next + kt) : 0.f;
         course::mbar_wait_or_trap(&full[s], (it / S) & 1);
         const unsigned long long da = course::make_smem_desc(course::smem_u32(a_slot(s)) + rows * 128, 16, 1024,
                                                              course::DESC_SWIZZLE_128B);
@@ -316,7 +390,7 @@ fp8_gemm(const __grid_constant__ TensorMap a_map,   // A (M, K) e4m3: box 128 co
         course::fence_proxy_async();
         course::named_barrier_sync(wg, 128);
         if (signaller) {
-          course::tma_store_2d(&c_map, box, n0 + 64 * h, m0 + rows);
+          if (n0 + 64 * h < N) course::tma_store_2d(&c_map, box, n0 + 64 * h, m0 + rows);
           course::bulk_commit();
         }
       }

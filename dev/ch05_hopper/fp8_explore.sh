@@ -19,6 +19,7 @@ if [ -n "$NCU" ]; then
   mets=$("$NCU" --query-metrics 2>/dev/null | awk '{print $1}' | grep -E "^sm__pipe_tensor_op_gmma_cycles_active$|^sm__inst_executed_pipe_tensor_op_gmma$" | paste -sd, -)
   echo "gmma metrics: $mets" | tee -a "$log"
   for k in ${NCU_KERNELS:-"fp8_gemm<Fp8<128, 128, 6, 2, 8>>" "fp8_gemm<Fp8<128, 128, 6, 2, 8, 1, 0, 0, 1>>" "fp8_gemm<Fp8<128, 128, 6, 2, 8, 2>>" "fp8_gemm<Fp8<128, 256, 4, 2, 8, 1, 1>>" cublas}; do
+    [ "$k" = none ] && continue
     echo "-- $k" | tee -a "$log"
     m2=""; [ -n "$mets" ] && m2=$(echo "$mets" | sed 's/\([a-z_]*\)/\1.avg.pct_of_peak_sustained_active/g')
     skip=1; [ "$k" = cublas ] && skip=2          # cublas: torch.ones' fill kernel first
@@ -29,5 +30,12 @@ if [ -n "$NCU" ]; then
     cat "$out/ncu_tmp.txt" >> "$out/ncu_full.txt"
   done
   rm -f "$out/ncu_tmp.txt"
+  "$NCU" --query-metrics 2>/dev/null | grep -i "tensor\|gmma" | cut -c1-150 > "$out/tensor_metrics.txt"
+  if [ -n "${SRC_KERNEL:-}" ]; then     # where the lesson's warps stall: per SASS instruction
+    timeout 60 "$NCU" --launch-skip 1 --launch-count 1 --section SourceCounters --section WarpStateStats \
+      --import-source no -f -o /tmp/src python3 $py once "$SRC_KERNEL" 4096 > /dev/null 2>&1
+    "$NCU" -i /tmp/src.ncu-rep --page source --csv --print-source sass > "$out/source.csv" 2>&1
+    echo "source.csv: $(wc -l < "$out/source.csv") lines" | tee -a "$log"
+  fi
 fi
 echo "== done" | tee -a "$log"
