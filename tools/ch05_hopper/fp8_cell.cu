@@ -83,7 +83,7 @@ fp8_gemm(const __grid_constant__ TensorMap a_map,   // A (M, K) e4m3: box 128 co
   if constexpr (CL > 1) course::cluster_sync();
   else __syncthreads();
 
-  const int wg = threadIdx.x / 128;
+  const int wg = __shfl_sync(0xffffffff, threadIdx.x / 128, 0);   // the same in every lane: uniform registers
   if (wg == 0) {
     // ---------------------------------------------------------------- the producer (05.03's)
     course::setmaxnreg_dec<Cfg::PRODUCER_REGS>();
@@ -127,7 +127,14 @@ fp8_gemm(const __grid_constant__ TensorMap a_map,   // A (M, K) e4m3: box 128 co
     // consumer 0 goes first, and consumer 1 skips the arrival after its very last k tile (none waits)
     if constexpr (Cfg::TURNS)
       if (c == 1 && cluster < units) course::named_barrier_arrive(3, 256);
-    int it = 0;
+    // slot 0's descriptors, made once: slot s's are s · STAGE_BYTES further on (a descriptor holds the
+    // address / 16); the slot and its phase are counted along, across tiles
+    const unsigned long long da0 = course::make_smem_desc(course::smem_u32(a_slot(0)) + rows * 128, 16, 1024,
+                                                          course::DESC_SWIZZLE_128B);
+    const unsigned long long db0 = course::make_smem_desc(course::smem_u32(b_slot(0)), 16, 1024,
+                                                          course::DESC_SWIZZLE_128B);
+    int s = 0;
+    unsigned phase = 0;
     for (int u = cluster; u < units; u += clusters) {
       int m0, n0;
       tile_of(u, m0, n0);
@@ -138,16 +145,16 @@ fp8_gemm(const __grid_constant__ TensorMap a_map,   // A (M, K) e4m3: box 128 co
       const float* sa_lo = sa + (size_t)min(r_lo, M - 1) * kb_count;   // rows past M: clamped (their C is dropped)
       const float* sa_hi = sa + (size_t)min(r_hi, M - 1) * kb_count;
       const float* sb_n = sb + (size_t)(n0 / 128) * kb_count;
-      for (int kt = 0; kt < k_tiles; ++kt, ++it) {
-        const int s = it % S;
-        // the scales of k block kt, loaded before the wait so their latency hides behind it
-        float scale_lo = __ldg(sa_lo + kt), scale_hi = __ldg(sa_hi + kt);
-        const float scale_b = __ldg(sb_n + kt);
-        course::mbar_wait_or_trap(&full[s], (it / S) & 1);
-        const unsigned long long da = course::make_smem_desc(course::smem_u32(a_slot(s)) + rows * 128, 16, 1024,
-                                                             course::DESC_SWIZZLE_128B);
-        const unsigned long long db = course::make_smem_desc(course::smem_u32(b_slot(s)), 16, 1024,
-                                                             course::DESC_SWIZZLE_128B);
+      // the scales of k block k: A's for this thread's two rows, B's for the tile's block of columns
+      auto scales = [&](int k, float& lo, float& hi, float& b) {
+        lo = __ldg(sa_lo + k); hi = __ldg(sa_hi + k); b = __ldg(sb_n + k);
+      };
+      float scale_lo, scale_hi, scale_b;             // k block kt's
+      scales(0, scale_lo, scale_hi, scale_b);
+      course::mbar_wait_or_trap(&full[s], phase);
+      for (int kt = 0; kt < k_tiles; ++kt) {
+        const unsigned long long da = course::desc_advance(da0, s * Cfg::STAGE_BYTES);
+        const unsigned long long db = course::desc_advance(db0, s * Cfg::STAGE_BYTES);
         if constexpr (Cfg::TURNS) course::named_barrier_sync(3 + c, 256);   // the other has issued its k tile
         course::wgmma_fence_operand(part);
         course::wgmma_fence();
@@ -161,6 +168,13 @@ fp8_gemm(const __grid_constant__ TensorMap a_map,   // A (M, K) e4m3: box 128 co
         course::wgmma_commit();
         if constexpr (Cfg::TURNS)
           if (c == 0 || u + clusters < units || kt + 1 < k_tiles) course::named_barrier_arrive(4 - c, 256);
+        // while they run: the next k tile's slot, scales and data (there long since, as a rule), so that
+        // after the wait only the promotion stands between this k tile and the next one's wgmmas
+        const int s_next = s + 1 == S ? 0 : s + 1;
+        const unsigned phase_next = s_next == 0 ? phase ^ 1 : phase;
+        float next_lo, next_hi, next_b;
+        scales(min(kt + 1, k_tiles - 1), next_lo, next_hi, next_b);
+        if (kt + 1 < k_tiles) course::mbar_wait_or_trap(&full[s_next], phase_next);
         course::wgmma_wait<0>();
         course::wgmma_fence_operand(part);
         release(s);                                  // the slot's tiles are read: the producer may refill it
@@ -171,6 +185,8 @@ fp8_gemm(const __grid_constant__ TensorMap a_map,   // A (M, K) e4m3: box 128 co
 #pragma unroll
         for (int i = 0; i < BN / 2; ++i) acc[i] = fmaf(part[i], (i & 2) ? scale_hi : scale_lo, acc[i]);
         // END SOLUTION
+        s = s_next, phase = phase_next;
+        scale_lo = next_lo, scale_hi = next_hi, scale_b = next_b;
       }
       // the epilogue (05.03's): bf16 pairs into the staging boxes, 128-byte swizzled, then TMA stores
 #pragma unroll

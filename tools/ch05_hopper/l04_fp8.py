@@ -146,7 +146,15 @@ one k tile is one scale block, and 128 e4m3 are exactly the 128-byte swizzle's s
 128 rows × 128 bytes and B's (N, K) box is 128 rows × 128 bytes too — **both K-major**, both described
 like 05.02's A (SBO 1024, the 128-byte swizzle; +32 bytes per k32 step). With clusters of 2, each CTA
 loads 64 of B's 128 rows and multicasts them. 6 slots of 32 KiB. The scales are read with `__ldg`
-before each k tile's wait, so their latency hides behind it; they are 1/128 of A's bytes.
+(1/128 of A's bytes).
+
+**What stands between two k tiles.** After `wait_group 0` a consumer has to promote before it can
+issue its next wgmmas, and everything else it does per k tile sits on that path too unless it is moved
+off: so the next k tile's scales are loaded, its slot and phase worked out and its full barrier waited
+on *while this k tile's wgmmas run*, and the descriptors are made once, for slot 0 (slot s's are
+s · 32 KiB further on: a descriptor holds the address / 16). The warpgroup index goes through
+`__shfl_sync` so the compiler knows it is the same in every lane and keeps the descriptor arithmetic
+in uniform registers. What is left after the wait is the slot's release and the 64 FMAs.
 
 **Turns** (`TURNS`, on by default; `Fp8<…, false>` turns them off). Consumer c waits on named barrier
 3 + c before it issues a k tile's four wgmmas and arrives on the other's barrier right after its
