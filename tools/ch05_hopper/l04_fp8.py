@@ -253,14 +253,20 @@ grader.speed(launch_fp8, P.fp8_gemm, points=3)
         md(r"""
 ## Stretch goals (no points)
 
-- **Overlap the promotion**: two partial accumulators, so the next k tile's wgmmas run while this
-  one is promoted (`wait_group 1`). With 128 × 128 tiles that is 64 × 3 registers of accumulators:
-  more than the 168 ptxas allocates at 384 threads a block (it spilled 636 bytes, nvcc 13.0) — find
-  another split (a 64 × 128 tile per consumer with three consumer warpgroups? fewer registers for
-  addresses?).
-- **Larger tiles**: BN = 256 needs the B scale of two 128-column blocks per tile (each fragment
-  column knows its block) and 256 accumulator registers at 128 × 256: DeepGEMM's answer is to vary
-  BLOCK_N (112, 160, …) so more SMs have work at a given shape.
+- **A larger tile.** Without promotion (wrong values, timing only) this kernel's 128 × 128 tile tops
+  out near 87% of cuBLAS at 8192³ and a 128 × 256 or 128 × 192 one passes it (102–104%, H100,
+  `results/ch05/fp8speed_explore_h100_2026-11-24.log`) — but a 64 × 256 consumer tile needs 128
+  registers of fp32 sum *and* 128 of partial, past the 168 ptxas compiles to. Tried here, all
+  correct, none faster at 4096³: the k tile in two 64 × 96 halves through one 48-register partial (a
+  128 × 192 tile, 96 + 48 registers: 73% at 8192³, 67% at 4096³, where 22 tile columns leave the last
+  wave short); two 64 × 64 halves with their own partials, one promoted while the other's wgmmas run
+  (50–56%: m64n64 reads A from shared memory twice as often). Fewer threads do not help: one producer
+  *warp* and two consumer warpgroups (288 threads) still compile to 168, since three warps then share
+  one scheduler's quarter of the register file. Something cleverer?
+- **Fewer instructions per k tile.** After the turns and the lean loop, what the profile shows is the
+  consumers' own issue: each k tile is still ~170 instructions a warp (64 of them the promotion's
+  FMAs) for 256 cycles of its wgmmas. DeepGEMM reports gains from reordering its FFMAs against the
+  wgmmas in the SASS itself.
 - **A fused epilogue**: bias + GELU in the epilogue, before the bf16 store, against cuBLAS followed
   by torch's op.
 - **Rowwise** scaling: `torch._scaled_mm` with one scale per row of A and per column of C; where
