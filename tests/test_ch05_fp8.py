@@ -30,6 +30,7 @@ from tests.conftest import ROOT, solution
 from tests.wrong import ch05_fp8 as W
 
 CH, NB, CELL, RUBRIC, KERNEL = W.CHAPTER, W.NOTEBOOK, W.CELL, W.RUBRIC, W.KERNEL
+NO_TURNS = "fp8_gemm<Fp8<128, 128, 6, 2, 8, false>>"
 
 
 def reference() -> str:
@@ -171,13 +172,15 @@ def module():
 def test_both_configurations_compile_to_qgmma_without_spills(module):
     from grader.cuda import sass
 
-    assert set(module.kernel_names) == {KERNEL, "fp8_gemm<Fp8<128, 128, 6, 1, 8>>"}
+    assert set(module.kernel_names) == {KERNEL, NO_TURNS}
     for k in module.kernel_names:
         sass.require(module, k, present=["QGMMA.64x128x32.F32.E4M3.E4M3", "UTMALDG.2D", "UTMASTG.2D"],
                      absent=["HGMMA", "LDL", "STL"], no_spills=True)
         assert sass.require_setmaxnreg(module, k, threads=384)["registers"] == 168
     ops = sass.opcodes(module, KERNEL, full=True)
     assert ops["QGMMA.64x128x32.F32.E4M3.E4M3"] == 4 and ops["UTMALDG.2D.MULTICAST"] >= 1
+    # the consumers' turns: bar.arrive on the other's barrier (the first turn, then after each k tile)
+    assert ops["BAR.ARV"] == 2 and sass.opcodes(module, NO_TURNS, full=True)["BAR.ARV"] == 0
     shape = module.launch_shape(KERNEL)
     assert (shape.threads, shape.tile_m, shape.tile_n, shape.tile_k, shape.stages, shape.cluster) == (384, 128, 128, 128, 6, 2)
     assert shape.smem_bytes == 6 * 32 * 1024 + 2 * 16 * 1024 + 1024 <= 227 * 1024

@@ -76,6 +76,11 @@ __device__ __forceinline__ void mbar_arrive_cluster(unsigned long long* bar, uns
 __device__ __forceinline__ void named_barrier_sync(unsigned id, unsigned threads) {
   asm volatile("bar.sync %0, %1;\n" :: "r"(id), "r"(threads) : "memory");
 }
+// Arrive on named barrier `id` without waiting: with `threads` = two warpgroups, one arrives and the
+// other syncs, and the syncing one goes on only after the arrival (05.04's consumers taking turns).
+__device__ __forceinline__ void named_barrier_arrive(unsigned id, unsigned threads) {
+  asm volatile("bar.arrive %0, %1;\n" :: "r"(id), "r"(threads) : "memory");
+}
 // One arrival on this CTA's own mbarrier (no expected bytes).
 __device__ __forceinline__ void mbar_arrive(unsigned long long* bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" :: "r"(smem_u32(bar)) : "memory");

@@ -23,15 +23,13 @@ CHAPTER = "05_hopper_blackwell"
 NOTEBOOK, CELL, RUBRIC, KERNEL = "04_fp8.ipynb", "v_fp8", "test_fp8_sass", "fp8_gemm<Fp8<128, 128, 6, 2, 8>>"
 
 FP8_MISTAKES = {
-    "per_tensor_scales": [("float scale_lo = __ldg(sa_lo + kt), scale_hi = __ldg(sa_hi + kt);\n"
-                           "        const float scale_b = __ldg(sb_n + kt);",
-                           "float scale_lo = __ldg(sa), scale_hi = __ldg(sa);\n"
-                           "        const float scale_b = __ldg(sb);")],
+    "per_tensor_scales": [("lo = __ldg(sa_lo + k); hi = __ldg(sa_hi + k); b = __ldg(sb_n + k);",
+                           "lo = __ldg(sa); hi = __ldg(sa); b = __ldg(sb);")],
     "promotion_skipped": [("course::desc_advance(db, 32 * k), k > 0 ? 1 : 0);",
                            "course::desc_advance(db, 32 * k), (kt > 0 || k > 0) ? 1 : 0);"),
                           ("acc[i] = fmaf(part[i], (i & 2) ? scale_hi : scale_lo, acc[i]);",
                            "acc[i] = part[i] * ((i & 2) ? scale_hi : scale_lo);")],
-    "b_scale_wrong_block": [("const float scale_b = __ldg(sb_n + kt);", "const float scale_b = __ldg(sb_n + max(kt - 1, 0));")],
+    "b_scale_wrong_block": [("b = __ldg(sb_n + k);", "b = __ldg(sb_n + max(k - 1, 0));")],
     "setmaxnreg_without_launch_bounds": [("__global__ void __launch_bounds__(Cfg::THREADS, 1)", "__global__ void")],
 }
 # the shapes on which the values must catch each (a GPU run; tests/test_ch05_fp8.py, dev/ch05_hopper/fp8_gpu.py)

@@ -1,4 +1,4 @@
-%%cuda fp8 --arch sm_90a -k "fp8_gemm<Fp8<128, 128, 6, 1, 8>>" -k "fp8_gemm<Fp8<128, 128, 6, 2, 8>>"
+%%cuda fp8 --arch sm_90a -k "fp8_gemm<Fp8<128, 128, 6, 2, 8, false>>" -k "fp8_gemm<Fp8<128, 128, 6, 2, 8>>"
 #include "course.cuh"     // the launch contract, smem_u32
 #include "tma.cuh"        // TensorMap, mbarrier, TMA loads and stores
 #include "wgmma.cuh"      // the smem descriptor, wgmma fence/commit/wait, wgmma m64nNk32 e4m3, the fragment
@@ -14,11 +14,14 @@ using course::TensorMap;
 // bytes of fp8 per row: the 128-byte swizzle's span). Each consumer warpgroup runs the k tile's four
 // wgmma m64n128k32 into a fresh partial accumulator, waits for them, and PROMOTES: adds the partial,
 // times its two scales, to an fp32 accumulator in registers. FP8 wgmma's own accumulator keeps
-// fewer mantissa bits than fp32; it never sums more than 128 products here.
-template <int BM, int BN, int STAGES_, int CLUSTER_, int GROUP_M_>
+// fewer mantissa bits than fp32; it never sums more than 128 products here. With TURNS the two
+// consumer warpgroups take turns issuing their k tiles (two named barriers), so the tensor core runs
+// one's wgmmas while the other waits for its own and promotes.
+template <int BM, int BN, int STAGES_, int CLUSTER_, int GROUP_M_, bool TURNS_ = true>
 struct Fp8 {
   static constexpr int TILE_M = BM, TILE_N = BN, TILE_K = 128, STAGES = STAGES_, CLUSTER = CLUSTER_;
   static constexpr int GROUP_M = GROUP_M_;
+  static constexpr bool TURNS = TURNS_;
   static constexpr int CONSUMERS = BM / 64;
   static constexpr int THREADS = 128 * (1 + CONSUMERS);
   static constexpr int A_BYTES = BM * TILE_K;                   // BM rows of 128 fp8
@@ -31,6 +34,7 @@ struct Fp8 {
   static constexpr int SMEM_BYTES = RING_BYTES + CONSUMERS * C_STAGE_BYTES + 1024;
   static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
   static_assert(BN == 128, "one B scale block per tile: BN = 128");
+  static_assert(!TURNS_ || BM == 128, "turns: two consumer warpgroups");
   static_assert((BN / CLUSTER) % 8 == 0, "each CTA's share of B: whole 8-row swizzle atoms");
 };
 
@@ -79,7 +83,7 @@ fp8_gemm(const __grid_constant__ TensorMap a_map,   // A (M, K) e4m3: box 128 co
   if constexpr (CL > 1) course::cluster_sync();
   else __syncthreads();
 
-  const int wg = threadIdx.x / 128;
+  const int wg = __shfl_sync(0xffffffff, threadIdx.x / 128, 0);   // the same in every lane: uniform registers
   if (wg == 0) {
     // ---------------------------------------------------------------- the producer (05.03's)
     course::setmaxnreg_dec<Cfg::PRODUCER_REGS>();
@@ -104,7 +108,7 @@ fp8_gemm(const __grid_constant__ TensorMap a_map,   // A (M, K) e4m3: box 128 co
   } else {
     // ---------------------------------------------------------------- the consumers
     course::setmaxnreg_inc<Cfg::CONSUMER_REGS>();
-    const int rows = (wg - 1) * 64;
+    const int c = wg - 1, rows = c * 64;             // consumer c: rows 64c .. 64c + 63 of the tile
     const bool signaller = threadIdx.x % 128 == 0;
     auto release = [&](int s) {
       if (signaller) {
@@ -115,11 +119,22 @@ fp8_gemm(const __grid_constant__ TensorMap a_map,   // A (M, K) e4m3: box 128 co
         }
       }
     };
-    unsigned char* c_stage = base + Cfg::RING_BYTES + (wg - 1) * Cfg::C_STAGE_BYTES;
+    unsigned char* c_stage = base + Cfg::RING_BYTES + c * Cfg::C_STAGE_BYTES;
     const int kb_count = K / 128;
     float acc[BN / 2];                               // fp32: the promoted sum over the k tiles done
     float part[BN / 2];                              // the wgmmas' accumulator: one k tile (128 products) only
-    int it = 0;
+    // turns: consumer c waits on barrier 3 + c before issuing a k tile and arrives on the other's after;
+    // consumer 0 goes first, and consumer 1 skips the arrival after its very last k tile (none waits)
+    if constexpr (Cfg::TURNS)
+      if (c == 1 && cluster < units) course::named_barrier_arrive(3, 256);
+    // slot 0's descriptors, made once: slot s's are s · STAGE_BYTES further on (a descriptor holds the
+    // address / 16); the slot and its phase are counted along, across tiles
+    const unsigned long long da0 = course::make_smem_desc(course::smem_u32(a_slot(0)) + rows * 128, 16, 1024,
+                                                          course::DESC_SWIZZLE_128B);
+    const unsigned long long db0 = course::make_smem_desc(course::smem_u32(b_slot(0)), 16, 1024,
+                                                          course::DESC_SWIZZLE_128B);
+    int s = 0;
+    unsigned phase = 0;
     for (int u = cluster; u < units; u += clusters) {
       int m0, n0;
       tile_of(u, m0, n0);
@@ -130,16 +145,17 @@ fp8_gemm(const __grid_constant__ TensorMap a_map,   // A (M, K) e4m3: box 128 co
       const float* sa_lo = sa + (size_t)min(r_lo, M - 1) * kb_count;   // rows past M: clamped (their C is dropped)
       const float* sa_hi = sa + (size_t)min(r_hi, M - 1) * kb_count;
       const float* sb_n = sb + (size_t)(n0 / 128) * kb_count;
-      for (int kt = 0; kt < k_tiles; ++kt, ++it) {
-        const int s = it % S;
-        // the scales of k block kt, loaded before the wait so their latency hides behind it
-        float scale_lo = __ldg(sa_lo + kt), scale_hi = __ldg(sa_hi + kt);
-        const float scale_b = __ldg(sb_n + kt);
-        course::mbar_wait_or_trap(&full[s], (it / S) & 1);
-        const unsigned long long da = course::make_smem_desc(course::smem_u32(a_slot(s)) + rows * 128, 16, 1024,
-                                                             course::DESC_SWIZZLE_128B);
-        const unsigned long long db = course::make_smem_desc(course::smem_u32(b_slot(s)), 16, 1024,
-                                                             course::DESC_SWIZZLE_128B);
+      // the scales of k block k: A's for this thread's two rows, B's for the tile's block of columns
+      auto scales = [&](int k, float& lo, float& hi, float& b) {
+        lo = __ldg(sa_lo + k); hi = __ldg(sa_hi + k); b = __ldg(sb_n + k);
+      };
+      float scale_lo, scale_hi, scale_b;             // k block kt's
+      scales(0, scale_lo, scale_hi, scale_b);
+      course::mbar_wait_or_trap(&full[s], phase);
+      for (int kt = 0; kt < k_tiles; ++kt) {
+        const unsigned long long da = course::desc_advance(da0, s * Cfg::STAGE_BYTES);
+        const unsigned long long db = course::desc_advance(db0, s * Cfg::STAGE_BYTES);
+        if constexpr (Cfg::TURNS) course::named_barrier_sync(3 + c, 256);   // the other has issued its k tile
         course::wgmma_fence_operand(part);
         course::wgmma_fence();
         // 1. the k tile's four wgmma m64n128k32 into `part`: the first overwrites it (scale-d 0),
@@ -150,6 +166,15 @@ fp8_gemm(const __grid_constant__ TensorMap a_map,   // A (M, K) e4m3: box 128 co
           course::wgmma_e4m3(part, course::desc_advance(da, 32 * k), course::desc_advance(db, 32 * k), k > 0 ? 1 : 0);
         // END SOLUTION
         course::wgmma_commit();
+        if constexpr (Cfg::TURNS)
+          if (c == 0 || u + clusters < units || kt + 1 < k_tiles) course::named_barrier_arrive(4 - c, 256);
+        // while they run: the next k tile's slot, scales and data (there long since, as a rule), so that
+        // after the wait only the promotion stands between this k tile and the next one's wgmmas
+        const int s_next = s + 1 == S ? 0 : s + 1;
+        const unsigned phase_next = s_next == 0 ? phase ^ 1 : phase;
+        float next_lo, next_hi, next_b;
+        scales(min(kt + 1, k_tiles - 1), next_lo, next_hi, next_b);
+        if (kt + 1 < k_tiles) course::mbar_wait_or_trap(&full[s_next], phase_next);
         course::wgmma_wait<0>();
         course::wgmma_fence_operand(part);
         release(s);                                  // the slot's tiles are read: the producer may refill it
@@ -160,6 +185,8 @@ fp8_gemm(const __grid_constant__ TensorMap a_map,   // A (M, K) e4m3: box 128 co
 #pragma unroll
         for (int i = 0; i < BN / 2; ++i) acc[i] = fmaf(part[i], (i & 2) ? scale_hi : scale_lo, acc[i]);
         // END SOLUTION
+        s = s_next, phase = phase_next;
+        scale_lo = next_lo, scale_hi = next_hi, scale_b = next_b;
       }
       // the epilogue (05.03's): bf16 pairs into the staging boxes, 128-byte swizzled, then TMA stores
 #pragma unroll

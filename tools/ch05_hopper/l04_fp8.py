@@ -129,12 +129,14 @@ than 128 products.
 64 + 64 registers a thread. 05.03's 64 × 256 tile would need 256: this kernel uses 128 × 128 tiles
 (two consumer warpgroups of 64 × 128), so one B scale block covers a tile's columns.
 
-**Napkin math.** At 8192³ the GEMM is 1.1 TFLOP of work; the tensor-wise cuBLAS peer reached 1487 TFLOP/s on
-an H100 (739 µs; this lesson's run). A 128 × 128 × 128 k tile is 4.2 MFLOP for 32 KiB of A and B (one byte
+**Napkin math.** At 8192³ the GEMM is 1.1 TFLOP of work; the tensor-wise cuBLAS peer reached 1481 TFLOP/s on
+an H100 (742 µs; this lesson's run). A 128 × 128 × 128 k tile is 4.2 MFLOP for 32 KiB of A and B (one byte
 each): at 11.3 TFLOP/s per SM that is 0.37 µs per tile, 89 GB/s per SM, 12 TB/s over 132 SMs from L2 —
 about what 05.03's bf16 kernel drew (FP8 halves the bytes of a tile, the tensor core doubles its rate). The promotion costs each consumer
-about 64 FMAs and a `wait_group 0` per 4 wgmmas; while one consumer warpgroup promotes, the other's
-wgmmas keep the tensor core busy.
+about 64 FMAs and a `wait_group 0` per 4 wgmmas: 0.37 µs of tensor work per k tile has to cover a
+warpgroup's drain and promotion, or the tensor core waits. Left alone, the two consumer warpgroups
+drift into step — both issue, both wait, both promote, and nothing runs on the tensor core meanwhile —
+so the kernel makes them **take turns** (below).
 """),
         md(r"""
 ## The kernel
@@ -144,7 +146,27 @@ one k tile is one scale block, and 128 e4m3 are exactly the 128-byte swizzle's s
 128 rows × 128 bytes and B's (N, K) box is 128 rows × 128 bytes too — **both K-major**, both described
 like 05.02's A (SBO 1024, the 128-byte swizzle; +32 bytes per k32 step). With clusters of 2, each CTA
 loads 64 of B's 128 rows and multicasts them. 6 slots of 32 KiB. The scales are read with `__ldg`
-before each k tile's wait, so their latency hides behind it; they are 1/128 of A's bytes.
+(1/128 of A's bytes).
+
+**What stands between two k tiles.** After `wait_group 0` a consumer has to promote before it can
+issue its next wgmmas, and everything else it does per k tile sits on that path too unless it is moved
+off: so the next k tile's scales are loaded, its slot and phase worked out and its full barrier waited
+on *while this k tile's wgmmas run*, and the descriptors are made once, for slot 0 (slot s's are
+s · 32 KiB further on: a descriptor holds the address / 16). The warpgroup index goes through
+`__shfl_sync` so the compiler knows it is the same in every lane and keeps the descriptor arithmetic
+in uniform registers. What is left after the wait is the slot's release and the 64 FMAs.
+
+**Turns** (`TURNS`, on by default; `Fp8<…, false>` turns them off). Consumer c waits on named barrier
+3 + c before it issues a k tile's four wgmmas and arrives on the other's barrier right after its
+commit (`bar.sync` / `bar.arrive` with 256 threads: one warpgroup arrives, the other waits). So the
+tensor core gets consumer 0's k tile, then consumer 1's, then 0's next — and each warpgroup's drain
+and promotion run while the tensor core works through the other's wgmmas. Consumer 1 arrives once
+first (consumer 0 starts) and skips its arrival after its very last k tile, so no arrival is left
+waiting when the kernel ends. Registers are what rule out the other overlap — a second partial, so a
+warpgroup's next wgmmas run during its own promotion: ptxas (nvcc 13.0) compiles the whole kernel
+within the 168 registers a thread of a 384-thread block has at launch, not the 232 that `setmaxnreg`
+gives the consumers at run time, and 64 × 128 of accumulator and partial already take 128 of them
+(a 64 × 192 consumer tile, 192 registers of the two, spilled).
 
 ### Exercise (about 8 lines in two places)
 
@@ -210,17 +232,33 @@ and B, in the same run. **Full points at 60%**, nothing at 6%. The peer does les
 scales, no promotion: cuBLAS's block-scaled FP8 needs Blackwell), which is what makes it the bar. The
 course's goal for its reference: ≥ 90% at 8192³.
 
-**Measured on an H100** (2026-11-24, the peer in the same run each time; `dev/ch05_hopper/fp8_gpu.sh`,
-`results/ch05/fp8_gpu_h100_2026-11-24.log`): through the judge 870 TFLOP/s = **67.7% of cuBLAS FP8
-tensorwise** (1285) at 4096³, 3/3 points; at 8192³ 966 TFLOP/s = **65%** of tensorwise (1487) and 78%
-of rowwise (1243). The reference goal, ≥ 90% at 8192³, is **not reached**. Clusters of 1 or 2 and 5 or
-6 slots all land within 1% of each other (867–877 at 4096³, 964–969 at 8192³), so the ring's depth and
-the multicast are not what holds it back. The likely limit (not yet profiled): the consumer's
-`wait_group 0` before every promotion, which stops that warpgroup's tensor work while it promotes —
-see the stretch goals.
+**Measured on an H100** (2026-11-24, each ratio to cuBLAS FP8 tensorwise measured in the same run;
+`results/ch05/fp8speed_gpu_h100_2026-11-24.log` and `fp8speed_scoreboard_…`): through the judge
+992 TFLOP/s = **76.9% of cuBLAS FP8 tensorwise** (1291) at 4096³, 3/3 points (the notebook's own figure
+76.1%); at 8192³ 1096 TFLOP/s = **74%** of tensorwise (1481) and 89% of rowwise (1237). The reference
+goal, ≥ 90% of tensorwise at 8192³, is **not reached**. How it got here, the same kernel's variants at
+8192³ (4096³ in brackets):
 
-The accumulator, measured on the same GPU (per-tensor inputs, every scale 1, M = N = 256, error of
-the bf16 C against float64, relative to C's rms): promoting every 128 k, the largest error is 0.9% at
+| kernel | TFLOP/s | of tensorwise cuBLAS | log (`results/ch05/`) |
+| --- | --- | --- | --- |
+| before: no turns, every k tile's set-up after the wait | 958 (861) | 65% (67%) | `fp8speed_explore_…` |
+| + the consumers take turns | 1020–1031 (935) | 68–69% (72%) | `fp8speed_explore2_…`, `fp8speed_tail_…` |
+| + the lean k loop: **this kernel** | 1096 (997) | **74%** (76%) | `fp8speed_gpu_…` |
+| the lean k loop without turns | 1085 (985) | 73% (75%) | `fp8speed_gpu_…` |
+| this kernel with clusters of 1 (`Fp8<128, 128, 6, 1, 8>`) | 1138 (1045) | 77% (80%) | `fp8speed_gpu_…` |
+| ceiling: no promotion at all (wrong values) | 1290 (1185) | 87% (92%) | `fp8speed_tail_…` (`explore_…`) |
+
+The turns were worth 7% while each k tile's set-up sat between the wait and the next wgmmas; once
+the lean loop moved it off that path, they add about 1%. Clusters of 1 are now faster than 2 (the
+lesson keeps 05.03's clusters of 2 and the multicast its rubric checks). Nsight Compute at 4096³: the
+tensor pipe is active **60%** of the time for this kernel, 87% for cuBLAS's (`nvjet…128x128…`, also
+128 × 128 tiles, also two consumer warpgroups). What is left: the promotion itself and the consumers'
+own instructions — about 180 a k tile a warp, 64 of them the FMAs, for 256 cycles of wgmmas — and the
+128 × 128 tile, which even without promotion stays at 87% (see the stretch goals).
+
+The accumulator, measured on the same GPU (earlier the same day, `results/ch05/fp8_gpu_h100_2026-11-24.log`,
+with the kernel before the turns: the same wgmmas and FMAs; per-tensor inputs, every scale 1,
+M = N = 256, error of the bf16 C against float64, relative to C's rms): promoting every 128 k, the largest error is 0.9% at
 K = 512 and stays at 0.9% at K = 32768 — the same as fp32 accumulation rounded to bf16. Without
 promotion (FP8 wgmma accumulating all of K) it grows with K: 1.0%, 1.5%, 2.9%, **4.9%** at K = 512,
 2048, 8192, 32768 (rms 0.17% → 0.47%).
@@ -231,14 +269,22 @@ grader.speed(launch_fp8, P.fp8_gemm, points=3)
         md(r"""
 ## Stretch goals (no points)
 
-- **Overlap the promotion**: two partial accumulators, so the next k tile's wgmmas run while this
-  one is promoted (`wait_group 1`). With 128 × 128 tiles that is 64 × 3 registers of accumulators:
-  more than the 168 ptxas allocates at 384 threads a block (it spilled 636 bytes, nvcc 13.0) — find
-  another split (a 64 × 128 tile per consumer with three consumer warpgroups? fewer registers for
-  addresses?).
-- **Larger tiles**: BN = 256 needs the B scale of two 128-column blocks per tile (each fragment
-  column knows its block) and 256 accumulator registers at 128 × 256: DeepGEMM's answer is to vary
-  BLOCK_N (112, 160, …) so more SMs have work at a given shape.
+- **A larger tile.** Without promotion (wrong values, timing only) this kernel's 128 × 128 tile tops
+  out at 87% of cuBLAS at 8192³, while a 128 × 256 or 128 × 192 one passes it (104%, 102%; H100,
+  `results/ch05/fp8speed_explore_h100_2026-11-24.log`, `fp8speed_explore2_…`) — but a 64 × 256
+  consumer tile needs 128 registers of fp32 sum *and* 128 of partial, past the 168 ptxas compiles to.
+  Tried here (`dev/ch05_hopper/fp8_explore.cu`, with turns, before the lean loop; all correct): the k
+  tile in two 64 × 96 halves through one 48-register partial, a 128 × 192 tile in 96 + 48 registers —
+  72–73% at 8192³ against 69% for the 128 × 128 kernel beside it, but 66–67% against 72% at 4096³,
+  where 22 tile columns leave the last wave short; and two 64 × 64 halves with their own partials, one
+  promoted while the other's wgmmas run — 50–56%, since m64n64 reads A from shared memory twice as
+  often. Fewer threads do not buy registers: one producer *warp* and two consumer warpgroups (288
+  threads) still compile to 168, three warps then sharing one scheduler's quarter of the register
+  file. The 128 × 192 halves with the lean loop are not yet tried.
+- **Fewer instructions per k tile.** After the turns and the lean loop, what the profile shows is the
+  consumers' own issue: each k tile is still ~180 instructions a warp (64 of them the promotion's
+  FMAs) for 256 cycles of its wgmmas. DeepGEMM reports gains from reordering its FFMAs against the
+  wgmmas in the SASS itself.
 - **A fused epilogue**: bias + GELU in the epilogue, before the bf16 store, against cuBLAS followed
   by torch's op.
 - **Rowwise** scaling: `torch._scaled_mm` with one scale per row of A and per column of C; where
