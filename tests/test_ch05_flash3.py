@@ -156,7 +156,7 @@ def test_mistakes_are_caught_in_their_own_process(mistake):
         m = _compile(W.cpp_variant(reference(), W.FLASH3_MISTAKES[{mistake!r}]), "wrong")
         launch = P.flash3_launch(m["flash3<F3<128, 1, 1, 1>>"], m["flash3<F3<64, 1, 1, 1>>"])
         try:
-            check(launch, P.flash3, sizes=[Attn(1, 2, 2000, 128, kind="growing"), Attn(2, 2, 777, 64, Sk=3001)],
+            check(launch, P.flash3, sizes=[Attn(1, 2, 2000, 128, kind="growing"), Attn(1, 2, 1000, 128, Sk=65)],
                   quiet=True)
             print("RESULT: passed")
         except CheckFailed as e:

@@ -57,6 +57,30 @@ def module(kernels, mod="f3", src=None):
     return ns[mod]
 
 
+def nonpersistent_launch():
+    """The first version of the kernel (dev/ch05_hopper/flash3_nonpersistent.cu): one CTA per unit."""
+    import math
+
+    import numpy as np
+
+    from grader.cuda.module import _torch_stream_handle
+    from grader.cuda.tma import tiled_rows_3d
+
+    ns: dict = {}
+    run_source((ROOT / "dev" / "ch05_hopper" / "flash3_nonpersistent.cu").read_text(), "f3np", ns)
+    by_d = {d: ns["f3np"][f"flash3<F3<{d}, 1, 1, 1>>"] for d in (128, 64)}
+
+    def launch(q, k, v, causal, o):
+        B, H, Sq, d = q.shape
+        Hkv, Sk = k.shape[1], k.shape[2]
+        kern = by_d[d]
+        qm = tiled_rows_3d(q, (128, 64))
+        km, vm = (tiled_rows_3d(k, (128, 64)), tiled_rows_3d(v, (128, 64))) if Sk else (qm, qm)
+        kern.launch((-(-Sq // 128), H, B), qm, km, vm, o, np.int32(Sq), np.int32(Sk), np.int32(H), np.int32(Hkv),
+                    np.float32(1.4426950408889634 / math.sqrt(d)), np.int32(bool(causal)), stream=_torch_stream_handle(q))
+    return launch
+
+
 def all_kernels():
     return [name(d, *sw) for d in (128, 64) for sw in ABLATION.values()]
 
@@ -97,7 +121,7 @@ def step_wrong(mistake: str) -> None:
     mod = module([REF[128], REF[64]], "bad", src)
     try:
         check(P.flash3_launch(mod[REF[128]], mod[REF[64]]), P.flash3,
-              sizes=[Attn(1, 2, 1031, 128, causal=True), Attn(1, 2, 2000, 128, kind="growing"), Attn(2, 2, 777, 64, Sk=3001)],
+              sizes=[Attn(1, 2, 1031, 128, causal=True), Attn(1, 2, 2000, 128, kind="growing"), Attn(1, 2, 1000, 128, Sk=65)],
               quiet=True)
         print(f"RESULT {mistake}: NOT caught by the values", flush=True)
     except CheckFailed as e:
@@ -123,13 +147,24 @@ def step_time(what: str) -> None:
             for S, B in ((1024, 16), (4096, 4), (16384, 1)):
                 for causal in (False, True):
                     try:
-                        _time(launch, Attn(B, 32, S, d, causal=causal), f"flash3 d{d}")
+                        _time(launch, Attn(B, 32, S, d, causal=causal), f"flash3 d{d}", flash=S == 4096)
                     except Exception as e:
                         print(f"TIME B={B} S={S} d={d} causal={causal}: failed: {str(e).splitlines()[0]}", flush=True)
         return
     allm = module(all_kernels(), "all")
+    try:
+        np_launch = nonpersistent_launch()
+        grader.check(np_launch, P.flash3, sizes=SMOKE, quiet=True)
+    except Exception as e:
+        print(f"TIME non-persistent: not timed: {str(e).splitlines()[0]}", flush=True)
+        np_launch = None
     for d in (128, 64):
+        if np_launch:
+            for causal in (False, True):
+                _time(np_launch, Attn(4, 32, 4096, d, causal=causal), f"non-persistent (one CTA per unit) d{d}", flash=False)
         for label, sw in ABLATION.items():
+            if d == 64 and sw != (1, 1, 1):
+                continue                         # the switches at d 128 only (run 1 timed them at 64 too)
             launch = P.flash3_launch(allm[name(d, *sw)])
             for causal in (False, True):
                 try:

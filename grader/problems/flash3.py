@@ -8,7 +8,8 @@ warp-specialized attention kernel on Hopper, and its launch function. Targets fr
 * :func:`flash3_launch` — ``launch(q, k, v, causal, o)`` of ``flash3<Cfg>`` kernels, one per head
   dim (the type's TILE_K): tensor maps of Q (B·H, Sq, d) and of K, V (B·Hkv, Sk, d) seen as 3-D, so
   a box past the end of one head's rows is zero-filled (grader.cuda.tma.tiled_rows_3d), boxes of 64
-  columns (the 128-byte swizzle's span) × TILE_M or TILE_N rows; grid (⌈Sq / TILE_M⌉, H, B).
+  columns (the 128-byte swizzle's span) × TILE_M or TILE_N rows; a persistent grid of one CTA per SM
+  (never more than the ⌈Sq / TILE_M⌉ · H · B work units).
 """
 from __future__ import annotations
 
@@ -47,10 +48,13 @@ flash3_causal = flash3.variant(name="FA3-style attention bf16 causal", bench_siz
                                peer=peers.sdpa("cudnn", causal=True))
 
 
-def flash3_launch(*kernels, swizzle: str = "128B"):
-    """``launch(q, k, v, causal, o)`` of ``flash3<Cfg>`` kernels (one per head dim: the type's TILE_K).
-    q (B, H, Sq, d), k and v (B, Hkv, Sk, d), o (B, H, Sq, d): bf16 bits in int16 torch tensors."""
+def flash3_launch(*kernels, swizzle: str = "128B", ctas: int | None = None):
+    """``launch(q, k, v, causal, o)`` of persistent ``flash3<Cfg>`` kernels (one per head dim: the
+    type's TILE_K). q (B, H, Sq, d), k and v (B, Hkv, Sk, d), o (B, H, Sq, d): bf16 bits in int16 torch
+    tensors. The grid: one CTA per SM (``ctas`` overrides it), never more than the work units of
+    TILE_M query rows of one head; the kernel loops over them."""
     from ..cuda.module import _torch_stream_handle
+    from .attention_launch import sm_count
     from ..cuda.tma import tiled_rows_3d
 
     by_d, maps = {}, {}
@@ -85,9 +89,11 @@ def flash3_launch(*kernels, swizzle: str = "128B"):
         q_map = _map(q, shape.tile_m)
         # no key: the kernel loads nothing and writes zeros; any valid map stands in for K and V
         k_map, v_map = (_map(k, shape.tile_n), _map(v, shape.tile_n)) if Sk else (q_map, q_map)
-        grid = (-(-Sq // shape.tile_m), H, B)
-        kern.launch(grid, q_map, k_map, v_map, o, np.int32(Sq), np.int32(Sk), np.int32(H), np.int32(Hkv),
-                    np.float32(LOG2E / math.sqrt(d)), np.int32(bool(causal)), stream=_torch_stream_handle(q))
+        units = -(-Sq // shape.tile_m) * H * B
+        grid = (min(units, ctas or sm_count(q.device.index or 0)),)     # persistent: one CTA per SM
+        kern.launch(grid, q_map, k_map, v_map, o, np.int32(Sq), np.int32(Sk), np.int32(B), np.int32(H),
+                    np.int32(Hkv), np.float32(LOG2E / math.sqrt(d)), np.int32(bool(causal)),
+                    stream=_torch_stream_handle(q))
     launch.__name__ = "launch " + "/".join(k.name for k in kernels)
     return launch
 

@@ -67,10 +67,13 @@ So the two things FA3 adds are both about **keeping the tensor core busy while t
         md(r"""
 ## The kernel's shape
 
-A CTA owns **128 query rows** of one (batch, head) and has three warpgroups (384 threads):
+The kernel is **persistent**: one CTA per SM, each looping over work units of **128 query rows** of
+one (batch, head) — unit u is query block u mod ⌈Sq/128⌉ of head ⌊u / ⌈Sq/128⌉⌋, so the CTAs running
+at once share the K and V of a few heads in L2. A CTA has three warpgroups (384 threads):
 
-- **warpgroup 0, the producer** — one thread: Q's two boxes once (two 64-column boxes of 128 rows,
-  128-byte swizzle: 32 KiB), then for each key tile j of 128 keys: wait until `k_empty[s]` says the
+- **warpgroup 0, the producer** — one thread: a unit's Q (two 64-column boxes of 128 rows,
+  128-byte swizzle: 32 KiB) once the consumers have released the last unit's (`q_full` / `q_empty`,
+  a ring of one), then for each key tile j of 128 keys: wait until `k_empty[s]` says the
   slot is free, `arrive.expect_tx(32 KiB)` on `k_full[s]`, two TMA loads; the same for V. Ring of 2
   slots at d = 128 (Q 32 KiB + 2 × (K 32 + V 32) = 160 KiB), 3 at d = 64. It gives its registers
   back: `setmaxnreg.dec 24`.
@@ -91,7 +94,9 @@ past the end of a head's keys is **zero-filled** by TMA (grader.cuda.tma.tiled_r
 reading the next head's keys. A zero key still gives a score of 0, which counts in the softmax: the
 last tile masks keys ≥ Sk to −∞. With causal attention, key tiles wholly above the diagonal are not
 loaded or computed at all (`kv_end = min(Sk, r0 + 128)`), the diagonal tile is masked, and blocks
-start with the longest rows (the last query block first) so the short ones fill the tail.
+go longest first (each head's last query block first) so the short ones fill the tail. The ring's
+counters run on across units, as in 05.03's persistent GEMM: the producer loads the next unit's Q
+and first key tiles while the consumers finish the last one.
 """),
         md(r"""
 ## Two ways to hide the softmax
@@ -183,8 +188,8 @@ seconds (restart the kernel afterwards: the GPU context is lost).
         solution(cell("flash3_cell.cu"), "v_flash3"),
         code(r"""
 # One kernel per head dimension; block size, shared memory and tiles come from the type. The launch
-# function encodes the three 3-D tensor maps (boxes of 64 columns × 128 rows) and launches
-# (⌈Sq / 128⌉, H, B) blocks.
+# function encodes the three 3-D tensor maps (boxes of 64 columns × 128 rows) and launches one CTA
+# per SM (never more than the ⌈Sq / 128⌉ · H · B units).
 launch_f3 = P.flash3_launch(f3["flash3<F3<128, 1, 1, 1>>"], f3["flash3<F3<64, 1, 1, 1>>"])
 print("flash3<F3<128, 1, 1, 1>> launches with", f3["flash3<F3<128, 1, 1, 1>>"].launch_shape)
 """, "launch_flash3"),
