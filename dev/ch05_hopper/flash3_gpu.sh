@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Lesson 05.05 on a Hopper GPU, in one device call (repo root of the copy that travelled, .whl and .carry):
 #   1. the reference at every visible and hidden size, each ablation variant at a few (check);
-#   2. the wrong kernels of tests/wrong/ch05_flash3.py that need a GPU, each in its own process, all at once;
+#   2. the wrong kernels of tests/wrong/ch05_flash3.py that need a GPU, each in its own process, all at once
+#      (TESTS=1: tests/test_ch05_flash3.py's gpu-marked tests instead: the reference, then each mistake);
 #   3. the ablation (WS, ping-pong, overlap switched off) at d 128 and 64, S 4096, beside cuDNN SDPA;
 #   4. the reference against cuDNN and flash SDPA: d 64/128, S 1k/4k/16k, causal and not (sweep);
 #   5. lesson 05 through the judge (--in-notebook; the chapter's other lessons removed from this copy).
@@ -25,7 +26,11 @@ echo "== 1. check" | tee -a "$log"
 timeout "${CHECK_S:-120}" python3 $py check > "$out/check.log" 2>&1
 grep -vE "^\s*$" "$out/check.log" | tail -30 | tee -a "$log"
 ok=$(grep -c "CHECK: the reference passed" "$out/check.log")
-if [[ $skip != *" 2 "* ]]; then
+if [[ -n ${TESTS:-} ]]; then                       # the same, as the gpu-marked tests
+  echo "== 2. gpu tests (tests/test_ch05_flash3.py)" | tee -a "$log"
+  GRADER_TEST_GPU=1 timeout "${WRONG_S:-60}" python3 -m pytest -q -s -m gpu tests/test_ch05_flash3.py > "$out/gpu_tests.log" 2>&1
+  grep -E "RESULT|passed|failed|rror" "$out/gpu_tests.log" | cut -c1-300 | tail -12 | tee -a "$log"
+elif [[ $skip != *" 2 "* ]]; then
   echo "== 2. wrong kernels" | tee -a "$log"
   names=$(python3 -c "from tests.wrong.ch05_flash3 import ON_GPU; print(' '.join(sorted(ON_GPU)))")
   printf '%s\n' $names | xargs -P 3 -I{} timeout "${WRONG_S:-60}" python3 $py wrong {} 2>&1 \
