@@ -140,6 +140,18 @@ def _time(launch, size, label, flash=True):
 
 
 def step_time(what: str) -> None:
+    if what == "schedule":                       # the persistent loop's head groups: 1 against the default
+        mod = module([REF[128]], "ref")
+        for S, B in ((4096, 4), (16384, 1)):
+            for causal in (True, False):
+                for group in (1, None):
+                    launch = P.flash3_launch(mod[REF[128]], group=group)
+                    try:
+                        _time(launch, Attn(B, 32, S, 128, causal=causal), f"group {group or 'default'} d128",
+                              flash=False)
+                    except Exception as e:
+                        print(f"TIME S={S} causal={causal} group={group}: failed: {str(e).splitlines()[0]}", flush=True)
+        return
     if what == "sweep":
         mod = module(list(REF.values()), "ref")
         launch = P.flash3_launch(mod[REF[128]], mod[REF[64]])

@@ -7,6 +7,7 @@
 #   4. the reference against cuDNN and flash SDPA: d 64/128, S 1k/4k/16k, causal and not (sweep);
 #   5. lesson 05 through the judge (--in-notebook; the chapter's other lessons removed from this copy).
 # With no .whl (the judge's wheels) the image's numpy is used and step 5 cannot run.
+# SCHEDULE=1 adds step 3s: the persistent loop's head groups (1 against the default) at d 128, S 4k/16k.
 # Each step has its own timeout (seconds: CHECK_S, WRONG_S, ABL_S, SWEEP_S, NB_S); SKIP="4 5" skips steps 4
 # and 5 (1 always runs; if the reference is wrong, 3-5 are skipped).
 # Usage: bash dev/ch05_hopper/flash3_gpu.sh OUTDIR
@@ -37,6 +38,10 @@ elif [[ $skip != *" 2 "* ]]; then
     | grep -E "RESULT|Error|error" | cut -c1-400 | tee -a "$log"
 fi
 if [[ $ok == 0 ]]; then echo "the reference is wrong: no timing" | tee -a "$log"; exit 0; fi
+if [[ -n ${SCHEDULE:-} ]]; then
+  echo "== 3s. schedule (head groups)" | tee -a "$log"
+  timeout "${ABL_S:-120}" python3 $py time schedule 2>&1 | grep -E "TIME|rror" | tee -a "$log"
+fi
 if [[ $skip != *" 3 "* ]]; then
   echo "== 3. ablation" | tee -a "$log"
   timeout "${ABL_S:-120}" python3 $py time ablation 2>&1 | grep -E "TIME|rror" | tee -a "$log"

@@ -41,7 +41,7 @@ __global__ void __launch_bounds__(C::THREADS, 1)
 flash3(const __grid_constant__ TensorMap q_map,    // Q as (B·H, Sq, D): boxes of 64 columns × BM rows × 1 head
        const __grid_constant__ TensorMap k_map,    // K as (B·Hkv, Sk, D): boxes of 64 columns × BN rows × 1 head
        const __grid_constant__ TensorMap v_map,    // V likewise
-       bf16_t* __restrict__ O, int Sq, int Sk, int B, int H, int Hkv, float scale_log2, int causal) {
+       bf16_t* __restrict__ O, int Sq, int Sk, int B, int H, int Hkv, int group, float scale_log2, int causal) {
   constexpr int D = C::D, BM = C::BM, BN = C::BN, S = C::STAGES;
   extern __shared__ unsigned char smem_raw[];
   __shared__ unsigned long long q_full, q_empty, k_full[S], k_empty[S], v_full[S], v_empty[S], turn[2];
@@ -49,14 +49,17 @@ flash3(const __grid_constant__ TensorMap q_map,    // Q as (B·H, Sq, D): boxes 
   auto k_slot = [&](int s) { return q_tile + C::Q_BYTES + s * C::KV_BYTES; };
   auto v_slot = [&](int s) { return q_tile + C::Q_BYTES + (S + s) * C::KV_BYTES; };
 
-  // Work unit u (u = blockIdx.x, + gridDim.x, ...): query block u % mblocks of head u / mblocks, so
-  // the CTAs running at once share the K and V of a few heads in L2. Causal: each head's blocks in
-  // reverse, the longest rows first. The key tiles a unit visits: causal tiles wholly above the
-  // diagonal are skipped.
+  // Work unit u (u = blockIdx.x, + gridDim.x, ...): heads are taken `group` at a time (the host picks
+  // a group whose K and V fit in L2), and inside a group the units go query block by query block,
+  // `group` heads each -- causal: the last (longest) block first. A CTA's units then sample every
+  // block length evenly, and the CTAs running at once share the K and V of a few heads in L2. The
+  // key tiles a unit visits: causal tiles wholly above the diagonal are skipped.
   const int mblocks = (Sq + BM - 1) / BM, units = mblocks * H * B;
   struct Unit { int r0, qh, kh, n_tiles; };
   auto unit = [&](int u) {
-    const int mb = causal ? mblocks - 1 - u % mblocks : u % mblocks, hb = u / mblocks, h = hb % H, b = hb / H;
+    const int g = u / (group * mblocks), gs = min(group, H * B - g * group), idx = u - g * group * mblocks;
+    const int lvl = idx / gs, hb = g * group + idx % gs, h = hb % H, b = hb / H;
+    const int mb = causal ? mblocks - 1 - lvl : lvl;
     const int r0 = mb * BM, kv_end = causal ? min(Sk, r0 + BM) : Sk;
     return Unit{r0, b * H + h, b * Hkv + h / (H / Hkv), (kv_end + BN - 1) / BN};
   };
