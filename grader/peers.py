@@ -10,7 +10,8 @@ CUDA events around the call, the median). A peer is declared where its problem i
 Built in: :func:`copy` (device-to-device copy of as many bytes as the candidate moves: the
 memory ceiling), :func:`read_stream` (a kernel that only reads, for reductions), :func:`matmul`
 (cuBLAS through torch.matmul on the problem's A and B), :func:`torch_op` (any torch function of
-the inputs), :func:`sdpa` (torch's scaled_dot_product_attention with one backend forced) and
+the inputs), :func:`sdpa` (torch's scaled_dot_product_attention with one backend forced), :func:`gemm_bias_gelu`
+(cuBLAS, then torch's bias and GELU: an unfused epilogue) and
 :func:`best` (the fastest of several). Each peer is measured once per size per process.
 """
 from __future__ import annotations
@@ -212,6 +213,37 @@ def matmul(dtype: str) -> Peer:
         return call
 
     return Peer(label, prepare)
+
+
+def gemm_bias_gelu() -> Peer:
+    """C = GELU(A·B + bias) the unfused way, timed as one call, on the problem's A (M, K), B (K, N)
+    and bias (N,), bf16 bits: the faster of cuBLAS (``torch.matmul``) then torch's bias add and GELU
+    (two elementwise kernels), and cuBLAS with the bias in its epilogue (``torch.addmm``) then torch's
+    GELU. GELU's tanh form, as the problem's."""
+    def _tensors(ctx: PeerInputs):
+        import torch
+
+        t = ctx.tensors()
+        return tuple(t[k].view(torch.bfloat16) for k in ("a", "b", "bias"))
+
+    def matmul_then_ops(ctx: PeerInputs):
+        import torch
+
+        a, b, bias = _tensors(ctx)
+        c = torch.empty(a.shape[0], b.shape[1], device="cuda", dtype=torch.bfloat16)
+        gelu = torch.nn.functional.gelu
+        return lambda: gelu(torch.matmul(a, b, out=c).add_(bias), approximate="tanh")
+
+    def addmm_then_gelu(ctx: PeerInputs):
+        import torch
+
+        a, b, bias = _tensors(ctx)
+        c = torch.empty(a.shape[0], b.shape[1], device="cuda", dtype=torch.bfloat16)
+        gelu = torch.nn.functional.gelu
+        return lambda: gelu(torch.addmm(bias, a, b, out=c), approximate="tanh")
+
+    return best("cuBLAS, then torch's bias + GELU",
+                Peer("matmul, add_, gelu", matmul_then_ops), Peer("addmm (bias in cuBLAS), gelu", addmm_then_gelu))
 
 
 def scaled_mm(scaling: str = "tensorwise") -> Peer:

@@ -22,7 +22,8 @@ def results_path(root: Path | None = None) -> Path:
 
 
 def load(path: Path | None = None) -> dict:
-    """{"chapters": {chapter: {"device", "date", "note"?, "records", "cells"}}} ({} if none yet)."""
+    """{"chapters": {chapter: {"device", "date", "flush", "note"?, "records", "cells"}}} ({} if none
+    yet). ``flush``: grader.timing.FLUSH when the chapter was measured ("read" since 2026-11-24)."""
     try:
         data = json.loads((path or results_path()).read_text())
     except (OSError, ValueError):
@@ -53,7 +54,7 @@ def run(chapters: list[str] | None = None, out_dir: Path | None = None, note: st
     notebook (the learner's process), recorded beside the judge's figures (``by``)."""
     import os
 
-    from . import device
+    from . import device, timing
     from .autograde import CellGrade, grade_lesson
     from .judge.sandbox import choose
 
@@ -78,6 +79,7 @@ def run(chapters: list[str] | None = None, out_dir: Path | None = None, note: st
             os.environ.pop("GRADER_RECORD", None)
             judged = [json.loads(line) for line in rec.read_text().splitlines() if line.strip()] if rec.exists() else []
             entry = {"device": device.info().name, "date": time.strftime("%Y-%m-%d"), "sandbox": box.name,
+                     "flush": timing.FLUSH,
                      "records": judged + records, "cells": [c.__dict__ for c in cells], "judge_seconds": seconds}
             if note:
                 entry["note"] = note
@@ -89,7 +91,8 @@ def run(chapters: list[str] | None = None, out_dir: Path | None = None, note: st
 
 
 def format_chapter(chapter: str, entry: dict) -> str:
-    lines = [f"{chapter} on {entry['device']}, {entry['date']}",
+    flush = f", L2 flushed by a {entry['flush']}" if entry.get("flush") else ""
+    lines = [f"{chapter} on {entry['device']}, {entry['date']}{flush}",
              f"{'kernel':<28} {'by':<9} {'figure':>14} {'peer (same run)':>26} {'ratio':>7} {'points':>9}"]
     for r in entry["records"]:
         if r["kind"] != "speed":

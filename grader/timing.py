@@ -4,7 +4,9 @@ This module only measures; what a figure is compared with (a peer) is grader.pee
 verbs that put the two side by side are grader.speed. The method:
 * CUDA events around the kernel only (nothing else inside the timed region);
 * warm-up launches first (JIT compilation, module load);
-* the L2 cache flushed before every repetition, so each run reads from DRAM;
+* the L2 cache flushed before every repetition, so each run reads from DRAM: after anything else
+  prepared for the repetition (re-poisoned outputs), a kernel *reads* a 512 MiB buffer, so the L2 is
+  left holding only clean lines of that buffer (``FLUSH``; see :func:`flush_l2`);
 * repeat until the spread (interquartile range / median) is under 2 % or the
   time budget is spent; report the median.
 
@@ -27,6 +29,9 @@ import numpy as np
 from .backend import SIMULATOR
 
 FLUSH_BYTES = 512 * 2**20     # > 2× the L2 of every GPU in device.PUBLISHED (B200: 126 MB)
+# How flush_l2 empties the L2: "read" (the default since 2026-11-24) or "write" (the course's method
+# before: results/timing/flush_study_h100_2026-11-24.txt compares them, reference by reference).
+FLUSH = "read"
 
 
 @dataclass
@@ -175,16 +180,29 @@ class EventTimer:
 
 
 _flush_buffer = None
+_flush_sink = None
 
 
 def flush_l2() -> None:
-    """Overwrite a buffer larger than the L2 so the next kernel starts with a cold cache."""
-    global _flush_buffer
+    """Empty the L2 of what earlier work left there, so the next kernel reads its inputs from DRAM.
+
+    ``FLUSH == "read"``: a kernel reads a 512 MiB buffer (filled once), which evicts every line the
+    L2 held (the dirty ones are written back now, outside any timed region) and leaves it holding
+    clean lines of that buffer only: the timed kernel's own misses evict lines that need no write-back.
+    ``"write"``: the buffer is overwritten instead, which leaves the L2 full of *dirty* lines that the
+    next kernel's misses must write back to DRAM while it runs (8-10 µs of a 100 µs kernel on an H100)."""
+    global _flush_buffer, _flush_sink
     from numba import cuda
 
     if _flush_buffer is None:
         _flush_buffer = cuda.device_array(FLUSH_BYTES // 4, dtype=np.int32)
-    _fill[(_flush_buffer.size + 255) // 256, 256](_flush_buffer)
+        _flush_sink = cuda.device_array(1, dtype=np.int32)
+        _fill[(_flush_buffer.size + 255) // 256, 256](_flush_buffer)     # 0, 1, 2, ...: never -1
+    blocks = (_flush_buffer.size + 255) // 256
+    if FLUSH == "write":
+        _fill[blocks, 256](_flush_buffer)
+    else:
+        _touch[blocks, 256](_flush_buffer, _flush_sink)
 
 
 _sleep_ns_per_step = None
@@ -221,6 +239,18 @@ def _make_sleep():
     return sleep
 
 
+def _make_touch():
+    from numba import cuda
+
+    @cuda.jit
+    def touch(buf, sink):
+        # a load per element; the store happens only for -1, which the buffer never holds
+        i = cuda.grid(1)
+        if i < buf.size and buf[i] == -1:
+            sink[0] = 1
+    return touch
+
+
 def _make_fill():
     from numba import cuda
 
@@ -245,21 +275,26 @@ class _Lazy:
 
 
 _fill = _Lazy(_make_fill)
+_touch = _Lazy(_make_touch)
 _sleep = _Lazy(_make_sleep)
 
 
 def time_call(fn: Callable[[], object], *, before_each: Callable[[], None] | None = None, flush: bool = True,
               budget_s: float = 3.0, timer: Callable | None = None, warmup: int = 3, min_reps: int = 10) -> list:
-    """Seconds per call of ``fn`` on the GPU: events around each call, the L2 flushed and
-    ``before_each`` run before each one (outside the timed region). [] in the simulator."""
+    """Seconds per call of ``fn`` on the GPU: events around each call, ``before_each`` run and then
+    the L2 flushed before each one (outside the timed region), so what ``before_each`` wrote is not
+    left dirty in the L2 either (the "write" flush keeps its old order: flush, then ``before_each``).
+    [] in the simulator."""
     if SIMULATOR:
         return []
     timer = timer or EventTimer()
 
     def prepare():
-        if flush:
+        if flush and FLUSH == "write":
             flush_l2()
         if before_each:
             before_each()
+        if flush and FLUSH != "write":
+            flush_l2()
 
     return repeat(lambda: timer(fn), before_each=prepare, budget_s=budget_s, warmup=warmup, min_reps=min_reps)

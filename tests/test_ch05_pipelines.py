@@ -14,9 +14,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
-import textwrap
 from types import SimpleNamespace
 
 import pytest
@@ -27,7 +24,7 @@ from grader.cuda.launch import LaunchShape
 from grader.notebooks import cell_source, run_cells, run_source
 from grader.problems import hopper as P
 from grader.problems.gemm import Shape
-from tests.cells import compile_cell, run_rubric
+from tests.cells import check_in_own_process, compile_cell, run_rubric
 from tests.conftest import ROOT, solution
 from tests.wrong import ch05_pipelines as W
 
@@ -183,24 +180,11 @@ def test_reference_passes_on_a_gpu():
 @pytest.mark.gpu
 @pytest.mark.parametrize("mistake", sorted(W.HANGS))
 def test_mistakes_are_caught_in_their_own_process(mistake):
-    script = textwrap.dedent(f"""
-        import os, sys
-        sys.path.insert(0, {str(ROOT)!r})
-        from grader.check import CheckFailed, check
+    line = check_in_own_process(f"""
         from grader.problems import hopper as P
         from tests.test_ch05_pipelines import W, _compile, reference
         module = _compile(W.cpp_variant(reference(), W.PIPELINE_MISTAKES[{mistake!r}]), "wrong")
-        try:
-            check(P.ws_gemm_launch(module[W.KERNEL]), P.ws_gemm, sizes=[P.Shape(1000, 1032, 1016)], quiet=True)
-            print("RESULT: passed")
-        except CheckFailed as e:
-            print("RESULT:", str(e).replace(chr(10), " | "))
-        sys.stdout.flush()
-        os._exit(0)
-    """)
-    env = {**os.environ, "GRADER_GPU_TIMEOUT": "10", "PYTHONPATH": f"{ROOT}:{os.environ.get('PYTHONPATH', '')}"}
-    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=240, env=env, cwd=ROOT)
-    line = next((ln for ln in r.stdout.splitlines() if ln.startswith("RESULT:")), r.stdout[-500:] + r.stderr[-1500:])
+    """, "check(P.ws_gemm_launch(module[W.KERNEL]), P.ws_gemm, sizes=[P.Shape(1000, 1032, 1016)], quiet=True)")
     print(mistake, line)
     assert "failed at shape" in line, line
     if mistake in W.MUST_TRAP:

@@ -166,3 +166,79 @@ def test_measure_gives_the_peer_the_candidates_inputs_at_the_timed_size(monkeypa
     (ctx,) = seen
     assert ctx.size == 1000 and sorted(ctx.arrays) == ["a", "b"] and ctx.bytes == 3 * 4 * 1000
     assert m.peer_name == "fake copy" and m.device == "fake GPU" and math.isclose(m.fraction, 1.0)
+
+
+# --- the L2 flush: a read of a buffer larger than the L2, after whatever a repetition prepares
+def _flush_order(monkeypatch, mode):
+    from grader import timing
+
+    order = []
+    monkeypatch.setattr(timing, "SIMULATOR", False)
+    monkeypatch.setattr(timing, "FLUSH", mode)
+    monkeypatch.setattr(timing, "flush_l2", lambda: order.append("flush"))
+    timing.time_call(lambda: order.append("call"), before_each=lambda: order.append("poison"),
+                     timer=lambda fn: fn() or 1e-3, warmup=1, min_reps=2)
+    return order[:6]
+
+
+def test_the_read_flush_comes_after_before_each(monkeypatch):
+    # re-poisoned outputs are written back by the flush, not by the timed kernel's misses
+    assert _flush_order(monkeypatch, "read") == ["poison", "flush", "call"] * 2
+    assert _flush_order(monkeypatch, "write") == ["flush", "poison", "call"] * 2     # the method before
+
+
+def _each_thread(kernel, *args, n):
+    """Run a Numba kernel's Python body once per thread index 0..n-1 (cuda.grid(1) = the index)."""
+    import types
+
+    fn = kernel.py_func
+    for i in range(n):
+        fake = types.SimpleNamespace(grid=lambda dim, i=i: i)
+        cells = tuple(types.CellType(fake if name == "cuda" else c.cell_contents)
+                      for name, c in zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+        types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, None, cells)(*args)
+
+
+def test_the_flush_kernel_reads_the_buffer_and_writes_nothing_there():
+    import numpy as np
+
+    from grader import timing
+
+    touch, fill = timing._make_touch(), timing._make_fill()
+    buf = np.arange(300, dtype=np.int32)
+    sink = np.zeros(1, dtype=np.int32)
+    _each_thread(touch, buf, sink, n=320)
+    assert (buf == np.arange(300)).all() and sink[0] == 0      # nothing written
+    buf[277] = -1
+    _each_thread(touch, buf, sink, n=320)
+    assert sink[0] == 1                                        # every element is loaded
+    _each_thread(fill, buf, n=320)
+    assert buf[277] == 277                                     # the write flush, for contrast
+
+
+def test_the_flush_kernel_compiles_to_loads_only():
+    """The PTX of the read flush (Numba for sm_90): global loads and one store (the sink's), where the
+    write flush has stores and no loads."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from numba import cuda\n"
+            "try:\n    from numba.cuda.cudadrv import nvvm; nvvm.NVVM()\n"
+            "except Exception as e:\n    print(e); sys.exit(77)\n"
+            "from numba import types\n"
+            "from grader import timing\n"
+            "arr = types.int32[::1]\n"
+            "for name, make, sig in (('touch', timing._make_touch, (arr, arr)), ('fill', timing._make_fill, (arr,))):\n"
+            "    ptx, _ = cuda.compile_ptx(make().py_func, sig, cc=(9, 0))\n"
+            "    print(name, ptx.count('ld.global'), ptx.count('st.global'))\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_ENABLE_CUDASIM", "GRADER_FORCE_SIM")}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    if r.returncode == 77:
+        pytest.skip("no NVVM to compile with: " + r.stdout.strip())
+    assert r.returncode == 0, r.stderr[-2000:]
+    counts = {line.split()[0]: tuple(map(int, line.split()[1:])) for line in r.stdout.splitlines() if line[:4] in ("touc", "fill")}
+    loads, stores = counts["touch"]
+    assert loads >= 1 and stores == 1
+    assert counts["fill"][0] == 0 and counts["fill"][1] >= 1

@@ -117,6 +117,22 @@ def tma_gemm_shape_ok(s) -> bool:
     return s.K % 8 == 0 and s.N % 8 == 0
 
 
+def require_tma_gemm(M: int, N: int, K: int) -> None:
+    """Raise unless TMA can describe a bf16 M × N × K GEMM's A, B and C (:func:`tma_gemm_shape_ok`)."""
+    if not tma_gemm_shape_ok(Shape(M, N, K)):
+        raise ValueError(f"TMA cannot describe a {M}×{N}×{K} GEMM in bf16: rows must be a multiple of "
+                         "16 bytes apart, so K and N must be multiples of 8")
+
+
+def gemm_launch_shape(kernel):
+    """The launch shape of a GEMM kernel configured by a type, which must state its tiles."""
+    shape = kernel.launch_shape
+    if shape is None or not (shape.tile_m and shape.tile_n and shape.tile_k):
+        raise ValueError(f"{kernel.name}: its configuration type must state THREADS, SMEM_BYTES, TILE_M, "
+                         "TILE_N and TILE_K (see grader/include/course.cuh)")
+    return shape
+
+
 wgmma_gemm = _hgemm_bf16.variant(
     name="wgmma gemm bf16",
     sizes=WGMMA_SIZES, hidden_sizes=WGMMA_HIDDEN, sim_sizes=[], hidden_sim_sizes=[],
@@ -141,10 +157,7 @@ def wgmma_gemm_launch(kernel, swizzle: str = "128B"):
     from ..cuda.module import _torch_stream_handle
 
     _map = _map_cache()
-    shape = kernel.launch_shape
-    if shape is None or not (shape.tile_m and shape.tile_n and shape.tile_k):
-        raise ValueError(f"{kernel.name}: its configuration type must state THREADS, SMEM_BYTES, TILE_M, "
-                         "TILE_N and TILE_K (see grader/include/course.cuh)")
+    shape = gemm_launch_shape(kernel)
     a_box, b_box = (shape.tile_m, shape.tile_k), (shape.tile_k, 64)
 
     def launch(a, b, c):
@@ -152,9 +165,7 @@ def wgmma_gemm_launch(kernel, swizzle: str = "128B"):
         N = b.shape[1]
         if M == 0 or N == 0:
             return
-        if not tma_gemm_shape_ok(Shape(M, N, K)):
-            raise ValueError(f"TMA cannot describe a {M}×{N}×{K} GEMM in bf16: rows must be a multiple of "
-                             "16 bytes apart, so K and N must be multiples of 8")
+        require_tma_gemm(M, N, K)
         tiles_m, tiles_n = shape.tiles(M, N)
         kernel.launch((tiles_m * tiles_n,), _map(a, a_box, swizzle), _map(b, b_box, swizzle), c,
                       np.int32(M), np.int32(N), np.int32(K), stream=_torch_stream_handle(a))
@@ -216,10 +227,7 @@ def ws_gemm_launch(kernel, swizzle: str = "128B", ctas: int | None = None):
     from ..cuda.module import _torch_stream_handle
 
     _map = _map_cache()
-    shape = kernel.launch_shape
-    if shape is None or not (shape.tile_m and shape.tile_n and shape.tile_k):
-        raise ValueError(f"{kernel.name}: its configuration type must state THREADS, SMEM_BYTES, TILE_M, "
-                         "TILE_N and TILE_K (see grader/include/course.cuh)")
+    shape = gemm_launch_shape(kernel)
     cluster = max(shape.cluster, 1)
     a_box, b_box, c_box = (shape.tile_m, shape.tile_k), (shape.tile_k, 64), (64, 64)
     grid = persistent_grid(kernel, cluster, ctas)
@@ -229,9 +237,7 @@ def ws_gemm_launch(kernel, swizzle: str = "128B", ctas: int | None = None):
         N = b.shape[1]
         if M == 0 or N == 0:
             return
-        if not tma_gemm_shape_ok(Shape(M, N, K)):
-            raise ValueError(f"TMA cannot describe a {M}×{N}×{K} GEMM in bf16: rows must be a multiple of "
-                             "16 bytes apart, so K and N must be multiples of 8")
+        require_tma_gemm(M, N, K)
         tiles_m, tiles_n = shape.tiles(M, N)
         units = -(-tiles_m // cluster) * tiles_n
         kernel.launch((grid(units),), _map(a, a_box, swizzle), _map(b, b_box, swizzle), _map(c, c_box, swizzle),
@@ -268,6 +274,7 @@ def cutlass_gemm_launch(library, function: str = "cutlass_gemm"):
 
 
 __all__ = ["tma_transpose", "tma_transpose_launch", "wgmma_gemm", "wgmma_gemm_launch", "tma_gemm_shape_ok",
+           "require_tma_gemm", "gemm_launch_shape",
            "WGMMA_SIZES", "WGMMA_HIDDEN", "ws_gemm", "ws_gemm_launch", "cutlass_gemm_launch", "WS_SIZES", "WS_HIDDEN"]
 
 _integrity.record_problems(globals())   # the fields checks rely on, before any learner code
