@@ -11,11 +11,7 @@ caught in a process of its own (the ping-pong hand-over to itself by the bounded
 """
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
-import textwrap
 from types import SimpleNamespace
 
 import pytest
@@ -26,7 +22,7 @@ from grader.cuda.launch import LaunchShape
 from grader.notebooks import cell_source, run_cells
 from grader.problems import attention as A
 from grader.problems import flash3 as P
-from tests.cells import compile_cell, run_rubric
+from tests.cells import check_in_own_process, compile_cell, run_rubric
 from tests.conftest import ROOT, solution
 from tests.wrong import ch05_flash3 as W
 
@@ -146,27 +142,15 @@ def test_reference_passes_on_a_gpu():
 @pytest.mark.gpu
 @pytest.mark.parametrize("mistake", sorted(W.ON_GPU))
 def test_mistakes_are_caught_in_their_own_process(mistake):
-    script = textwrap.dedent(f"""
-        import os, sys
-        sys.path.insert(0, {str(ROOT)!r})
-        from grader.check import CheckFailed, check
+    line = check_in_own_process(f"""
         from grader.problems import flash3 as P
         from grader.problems.attention import Attn
         from tests.test_ch05_flash3 import W, _compile, reference
         m = _compile(W.cpp_variant(reference(), W.FLASH3_MISTAKES[{mistake!r}]), "wrong")
         launch = P.flash3_launch(m["flash3<F3<128, 1, 1, 1>>"], m["flash3<F3<64, 1, 1, 1>>"])
-        try:
-            check(launch, P.flash3, sizes=[Attn(1, 2, 2000, 128, kind="growing"), Attn(1, 2, 1000, 128, Sk=65)],
-                  quiet=True)
-            print("RESULT: passed")
-        except CheckFailed as e:
-            print("RESULT:", str(e).replace(chr(10), " | "))
-        sys.stdout.flush()
-        os._exit(0)
+    """, """
+        check(launch, P.flash3, sizes=[Attn(1, 2, 2000, 128, kind="growing"), Attn(1, 2, 1000, 128, Sk=65)], quiet=True)
     """)
-    env = {**os.environ, "GRADER_GPU_TIMEOUT": "10", "PYTHONPATH": f"{ROOT}:{os.environ.get('PYTHONPATH', '')}"}
-    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=240, env=env, cwd=ROOT)
-    line = next((ln for ln in r.stdout.splitlines() if ln.startswith("RESULT:")), r.stdout[-500:] + r.stderr[-1500:])
     print(mistake, line)
     assert f"{P.flash3.name} failed at B=" in line, line
     if mistake in W.MUST_TRAP:                                # the kernel's own trap ended it, not the host's timeout
