@@ -134,4 +134,42 @@ def tiled_2d(tensor, box: tuple, swizzle: str = "128B") -> TensorMap:
                      swizzle=swizzle)
 
 
-__all__ = ["TensorMap", "tiled_2d", "layout_problems", "SWIZZLES"]
+def tiled_rows_3d(tensor, box: tuple, swizzle: str = "128B") -> TensorMap:
+    """The tensor map of a contiguous (..., rows, columns) device tensor seen as 3-D (heads, rows,
+    columns), every leading dimension folded into heads: boxes of ``box`` = (rows, columns) of one
+    head. A box that runs past the last row of a head is zero-filled there (a 2-D view of
+    (heads · rows, columns) would read the next head's first rows instead). Lesson 05.05 (attention)."""
+    from cuda.bindings import driver as d
+
+    from .module import current_device
+
+    current_device()
+    shape = tuple(tensor.shape)
+    if len(shape) < 2 or not tensor.is_contiguous():
+        raise ValueError(f"tiled_rows_3d takes a contiguous tensor of 2 or more dimensions, not {shape}")
+    rows, cols = shape[-2], shape[-1]
+    heads = int(np.prod(shape[:-2])) if len(shape) > 2 else 1
+    dtype, item = _torch_dtype_to_numpy(tensor), tensor.element_size()
+    address = int(tensor.data_ptr())
+    problems = layout_problems((rows, cols), cols * item, item, box, swizzle, address)
+    if problems:
+        raise ValueError(f"TMA cannot describe a {rows} × {cols} {dtype} tensor: " + "; ".join(problems))
+    u64, u32 = d.cuuint64_t, d.cuuint32_t
+    mode = {"none": "NONE", "32B": "32B", "64B": "64B", "128B": "128B"}[swizzle]
+    err, tmap = d.cuTensorMapEncodeTiled(
+        _data_type(dtype), 3, address,
+        [u64(cols), u64(rows), u64(heads)],                     # innermost first
+        [u64(cols * item), u64(rows * cols * item)],            # bytes between rows, between heads
+        [u32(box[1]), u32(box[0]), u32(1)],
+        [u32(1), u32(1), u32(1)],
+        d.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        getattr(d.CUtensorMapSwizzle, f"CU_TENSOR_MAP_SWIZZLE_{mode}"),
+        d.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+        d.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+    if int(err) != 0:
+        raise RuntimeError(f"cuTensorMapEncodeTiled failed ({err!r}) for a {shape} {dtype} tensor, box {box}")
+    return TensorMap(ctypes.string_at(int(tmap.getPtr()), TensorMap.SIZE), shape=(heads * rows, cols), box=box,
+                     dtype=dtype, swizzle=swizzle)
+
+
+__all__ = ["TensorMap", "tiled_2d", "tiled_rows_3d", "layout_problems", "SWIZZLES"]
