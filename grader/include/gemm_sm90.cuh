@@ -110,8 +110,16 @@ __device__ __forceinline__ void store_tile(float (&acc)[R], const TensorMap* c_m
   for (int h = 0; h < Cfg::TILE_N / 128; ++h) {
     if (signaller) bulk_wait_read<0>();            // our previous stores have read the staging boxes
     named_barrier_sync(wg, 128);
+    // Staging addresses: one base per thread, immediates, and the 128-byte swizzle's XOR of the 16-byte
+    // chunk with row % 8 -- the lane's g = lane / 4 for all its elements -- kept opaque per box. Written
+    // out from row/column, ptxas 13.0.48 (NVRTC 13.0, torch cu130's) hoisted all 32 addresses out of
+    // the tile loop and spilled them (a rubric failure on the H100, 2026-11-24); 13.5 did not.
 #pragma unroll
     for (int box = 0; box < 2; ++box) {          // 64 columns at a time: 8 bias pairs live, not 16
+      unsigned swz = ((threadIdx.x % 32) / 4) << 4;
+      asm volatile("" : "+r"(swz));
+      // this thread's first element: row wgmma_acc_row(0), byte 4 · (lane % 4) of its 16-byte chunk
+      unsigned char* const base = c_stage + wgmma_acc_row(0) * 128 + 4 * (threadIdx.x % 4);
       unsigned bias2[Epi::BIAS ? 8 : 1];         // this thread's column pairs of the box: one 4-byte load each
       if constexpr (Epi::BIAS) {
 #pragma unroll
@@ -122,11 +130,10 @@ __device__ __forceinline__ void store_tile(float (&acc)[R], const TensorMap* c_m
       }
 #pragma unroll
       for (int i = 64 * h + 32 * box; i < 64 * h + 32 * box + 32; i += 2) {
-        const int row = wgmma_acc_row(i), col = wgmma_acc_col(i) - 128 * h;
         const unsigned pair = Epi::BIAS ? bias2[(i % 32) / 4] : 0u;
         const float b0 = __uint_as_float(pair << 16), b1 = __uint_as_float(pair & 0xFFFF0000u);
-        const int chunk = (col % 64) / 8;
-        unsigned char* p = c_stage + box * Cfg::C_BOX_BYTES + row * 128 + ((chunk ^ (row & 7)) << 4) + (col % 8) * 2;
+        // element i: row wgmma_acc_row(i) = the lane's row + 8 · ((i / 2) % 2), 16-byte chunk (i / 4) % 8
+        unsigned char* p = base + box * Cfg::C_BOX_BYTES + ((i >> 1) & 1) * 1024 + ((((i >> 2) & 7) << 4) ^ swz);
         *reinterpret_cast<unsigned*>(p) = pack_bf16x2(Epi::apply(acc[i], b0), Epi::apply(acc[i + 1], b1));
       }
     }
