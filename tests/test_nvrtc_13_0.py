@@ -1,0 +1,67 @@
+"""Every compiled reference cell of chapters 04-05 keeps no local memory under NVRTC 13.0.48.
+
+The lent H100 compiles the cells with its torch cu130 environment's NVRTC 13.0, whose ptxas spills
+where NVRTC 13.5 and nvcc 13.0.88 do not: on 2026-11-24 it spilled 05.04 schedules' sk_gemm (44 B
+stored, 88 B loaded) and 05.06's tcgen05 GEMM, and their references lost their SASS rubrics on the
+GPU while every test here passed. 13.0.48 reproduces those figures byte for byte. CI installs that NVRTC (``.ci/run``: the ``nvidia-cuda-nvrtc
+==13.0.48`` wheel) and points ``GRADER_TEST_NVRTC_13_0`` at its ``lib/``; elsewhere the test skips
+unless ``GRADER_REQUIRE_NVRTC_13_0=1``. Each cell compiles in its own process, with that
+``libnvrtc.so.13`` preloaded (the process would otherwise load the newest one it finds)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+CELLS = sorted(p for p in (ROOT / "tools").glob("ch0[45]_*/*.cu") if p.read_text().startswith("%%cuda"))
+
+# Compiles the cell as the %%cuda magic would (tests/cells.py; the build cache keys on the NVRTC
+# version) and prints the NVRTC version and the ptxas report of every kernel as JSON.
+_SCRIPT = r"""
+import json, sys
+sys.path.insert(0, sys.argv[2])
+from cuda.bindings import nvrtc
+from tests.cells import compile_cell
+module = compile_cell(open(sys.argv[1]).read())
+print(json.dumps({"nvrtc": list(nvrtc.nvrtcVersion()[1:]), "resources": module.resources}))
+"""
+
+
+def _nvrtc_lib() -> Path | None:
+    lib = os.environ.get("GRADER_TEST_NVRTC_13_0")
+    if lib and (Path(lib) / "libnvrtc.so.13").is_file():
+        return Path(lib)
+    if os.environ.get("GRADER_REQUIRE_NVRTC_13_0") == "1":
+        pytest.fail("GRADER_TEST_NVRTC_13_0 must name the lib/ folder of the nvidia-cuda-nvrtc==13.0.48 wheel")
+    return None
+
+
+def test_the_cells_are_found():
+    assert len(CELLS) >= 10, [p.name for p in CELLS]
+
+
+@pytest.mark.parametrize("cell", CELLS, ids=lambda p: p.stem)
+def test_no_local_memory_with_nvrtc_13_0(cell):
+    lib = _nvrtc_lib()
+    if lib is None:
+        pytest.skip("needs NVRTC 13.0.48 (GRADER_TEST_NVRTC_13_0; CI installs it)")
+    env = {**os.environ, "LD_PRELOAD": str(lib / "libnvrtc.so.13"),
+           "LD_LIBRARY_PATH": f"{lib}:{os.environ.get('LD_LIBRARY_PATH', '')}",
+           "PYTHONPATH": str(ROOT)}
+    env.pop("GRADER_CUDA_ARCH", None)             # each cell's own architecture (or sm_90a)
+    r = subprocess.run([sys.executable, "-c", _SCRIPT, str(cell), str(ROOT)], capture_output=True, text=True,
+                       env=env, cwd=ROOT, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    report = json.loads(r.stdout.strip().splitlines()[-1])
+    assert report["nvrtc"] == [13, 0], f"loaded NVRTC {report['nvrtc']}, not 13.0"
+    kernels = {k: v for k, v in report["resources"].items() if not k.startswith("&")}
+    assert kernels, f"{cell.name}: no ptxas report"
+    local = {k: (v["stack"], v["spill_stores"], v["spill_loads"]) for k, v in kernels.items()
+             if v["stack"] or v["spill_stores"] or v["spill_loads"]}
+    assert not local, f"{cell.name}: local memory under NVRTC 13.0 (stack, spill stores, spill loads): {local}"
