@@ -235,7 +235,9 @@ grader.check(launch_tma, P.tma_transpose, hidden=True)
 reference: ≥ 90% of copy.
 
 **Measured on an H100** (2026-11-24, through the judge, the copy peer in the same run): this kernel
-2698 GB/s = **89.6% of copy** (`cudaMemcpy`, 3009 GB/s), 0.2 ms — just short of the 90% goal. Strips
+2771 GB/s = **91.2% of copy** (`cudaMemcpy`, 3037 GB/s), 0.2 ms — the 90% goal met. (Before the
+grader's L2 flush became a read, which no longer leaves dirty lines for the timed kernel to write
+back, the same kernel measured 89.6% of 3009 GB/s.) Strips
 of 4 boxes reached 90% in a sweep, within its 0.4% spread; longer strips (16, 32 boxes) were slower
 (85–88%): fewer blocks, a longer tail. 01.03's padded-tile transpose in Numba reached 57% (H200).
 """),
