@@ -209,7 +209,9 @@ def test_records_made_in_the_learners_process_never_reach_the_report(klass, page
     assert data["notebooks"][0]["status"] == "graded" and data["notebooks"][0]["records"] == []
     _, html = page
     text = soup(html).get_text()
-    assert "FORGED" not in html and "900" not in text and "27,000" not in text
+    assert "FORGED" not in html
+    # the forged fraction (900.0%) and figure (27,000 GB/s); bare digits may be in a seed (591900905)
+    assert not re.search(r"(?<![\d.,])900(\.\d+)?\s*%", text) and not re.search(r"(?<![\d.,])27,?000(?![\d,])", text)
     with collecting() as rows:                                       # what the host collects: its own records
         with collecting() as inner:
             record("speed", by="judge", problem="p", fraction=0.5)
