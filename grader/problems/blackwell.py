@@ -26,6 +26,7 @@ import numpy as np
 from .. import integrity as _integrity
 from ..problem import Problem
 from .gemm import Shape, hgemm_bf16 as _hgemm_bf16, tensor_core_fp32_tolerance
+from .hopper import _map_cache, require_tma_gemm
 
 # ---------------------------------------------------------------- tcgen05 bf16 GEMM
 UMMA_SIZES = [Shape(128, 256, 64), Shape(1000, 1032, 1016), Shape(1, 768, 512), Shape(640, 8, 320),
@@ -45,11 +46,6 @@ umma_gemm = _hgemm_bf16.variant(
     floor=0.05,
     simulator=False, arch="sm_100a", arrays="torch",
 )
-
-
-def tma_shape_ok(s) -> bool:
-    """A (M, K), B (K, N), C (M, N) bf16 row-major: rows 16 bytes apart, so K and N multiples of 8."""
-    return s.K % 8 == 0 and s.N % 8 == 0
 
 
 def cluster_problems(kernel) -> list[str]:
@@ -88,21 +84,6 @@ def umma_descriptors(shape) -> tuple[int, int, int]:
     return idesc, a, b
 
 
-def _map_cache():
-    from ..cuda.tma import tiled_2d
-
-    maps: dict = {}
-
-    def get(x, box):
-        key = (int(x.data_ptr()), tuple(x.shape), tuple(x.stride()), str(x.dtype), box)
-        if key not in maps:
-            if len(maps) > 64:
-                maps.clear()
-            maps[key] = tiled_2d(x, box, "128B")
-        return maps[key]
-    return get
-
-
 def umma_gemm_launch(kernel, descriptors=None):
     """``launch(a, b, c)`` of a ``umma_gemm<G<CTA_GROUP, BN, STAGES>>`` kernel: a (M, K), b (K, N),
     c (M, N) bf16 bits in torch tensors. ``descriptors``: (idesc, a_desc, b_desc) with start
@@ -130,11 +111,10 @@ def umma_gemm_launch(kernel, descriptors=None):
         N = b.shape[1]
         if M == 0 or N == 0:
             return
-        if not tma_shape_ok(Shape(M, N, K)):
-            raise ValueError(f"TMA cannot describe a {M}×{N}×{K} bf16 GEMM: K and N must be multiples of 8")
+        require_tma_gemm(M, N, K)
         tiles_m, tiles_n = -(-M // shape.tile_m), -(-N // shape.tile_n)
         tiles_m = -(-tiles_m // pair) * pair
-        kernel.launch((tiles_m, tiles_n), get(a, a_box), get(b, b_box), c, np.int32(M), np.int32(N), np.int32(K),
+        kernel.launch((tiles_m, tiles_n), get(a, a_box, "128B"), get(b, b_box, "128B"), c, np.int32(M), np.int32(N), np.int32(K),
                       np.uint32(idesc), np.uint64(a_desc), np.uint64(b_desc), stream=_torch_stream_handle(a))
     launch.__name__ = f"launch {kernel.name}"
     return launch
@@ -256,7 +236,7 @@ def scaled_gemm_launch(kernel, descriptors=None):
         if K % (64 if nvf4 else 32):
             raise ValueError(f"K = {K}: must be a multiple of one MMA's K ({64 if nvf4 else 32})")
         tiles_m, tiles_n = -(-M // 128), -(-N // 128)
-        kernel.launch((tiles_m, tiles_n), get(a, (128, 128)), get(b, (128, 128)), sfa, sfb, c, np.int32(M),
+        kernel.launch((tiles_m, tiles_n), get(a, (128, 128), "128B"), get(b, (128, 128), "128B"), sfa, sfb, c, np.int32(M),
                       np.int32(N), np.int32(K), np.uint32(idesc), np.uint64(ab_desc), stream=_torch_stream_handle(a))
     launch.__name__ = f"launch {kernel.name}"
     return launch
@@ -343,7 +323,7 @@ exp2_kernel = Problem(
     simulator=False, arch="sm_80", arrays="torch",
 )
 
-__all__ = ["umma_gemm", "umma_gemm_launch", "umma_descriptors", "cluster_problems", "tma_shape_ok", "UMMA_SIZES",
+__all__ = ["umma_gemm", "umma_gemm_launch", "umma_descriptors", "cluster_problems", "UMMA_SIZES",
            "UMMA_HIDDEN", "mxfp8_gemm", "nvfp4_gemm", "scaled_descriptors", "scaled_gemm_launch", "E4M3", "E2M1",
            "exp2_bound", "exp2_coefficients", "exp2_fma", "check_exp2", "exp2_kernel"]
 
