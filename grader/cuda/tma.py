@@ -92,12 +92,30 @@ def _torch_dtype_to_numpy(t) -> np.dtype:
     return np.dtype({"bfloat16": "uint16", "float8_e4m3fn": "uint8", "float8_e5m2": "uint8"}.get(name, name))
 
 
+def _encode_tiled(dtype, address: int, sizes: list, strides: list, box: list, swizzle: str, what: str) -> bytes:
+    """``cuTensorMapEncodeTiled``'s 128 bytes for a tensor of ``sizes`` elements (innermost first),
+    ``strides`` bytes between the outer dimensions' steps, boxes of ``box`` elements (innermost
+    first), every element of a box, no interleave, L2 promotion of 128 B, zeros past the edges."""
+    from cuda.bindings import driver as d
+
+    u64, u32 = d.cuuint64_t, d.cuuint32_t
+    mode = {"none": "NONE", "32B": "32B", "64B": "64B", "128B": "128B"}[swizzle]
+    err, tmap = d.cuTensorMapEncodeTiled(
+        _data_type(dtype), len(sizes), address,
+        [u64(n) for n in sizes], [u64(b) for b in strides], [u32(n) for n in box], [u32(1)] * len(sizes),
+        d.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        getattr(d.CUtensorMapSwizzle, f"CU_TENSOR_MAP_SWIZZLE_{mode}"),
+        d.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+        d.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)   # NONE: zeros past the edges
+    if int(err) != 0:
+        raise RuntimeError(f"cuTensorMapEncodeTiled failed ({err!r}) for {what}")
+    return ctypes.string_at(int(tmap.getPtr()), TensorMap.SIZE)
+
+
 def tiled_2d(tensor, box: tuple, swizzle: str = "128B") -> TensorMap:
     """The tensor map of a row-major 2-D device tensor (a torch tensor, or anything with
     ``__cuda_array_interface__``): boxes of ``box`` = (rows, columns) elements, swizzled in shared
     memory as ``swizzle`` says, zeros read past the edges (and writes past them dropped)."""
-    from cuda.bindings import driver as d
-
     from .module import current_device
 
     current_device()                                                  # the driver initialised, the device current
@@ -116,22 +134,10 @@ def tiled_2d(tensor, box: tuple, swizzle: str = "128B") -> TensorMap:
     problems = layout_problems(shape, strides[0], dtype.itemsize, box, swizzle, address)
     if problems:
         raise ValueError(f"TMA cannot describe a {shape[0]} × {shape[1]} {dtype} tensor: " + "; ".join(problems))
-    u64, u32 = d.cuuint64_t, d.cuuint32_t
-    mode = {"none": "NONE", "32B": "32B", "64B": "64B", "128B": "128B"}[swizzle]
-    err, tmap = d.cuTensorMapEncodeTiled(
-        _data_type(dtype), 2, address,
-        [u64(shape[1]), u64(shape[0])],            # sizes, innermost (columns) first
-        [u64(strides[0])],                         # bytes between rows (the innermost stride is implied)
-        [u32(box[1]), u32(box[0])],                # the box, innermost first
-        [u32(1), u32(1)],                          # every element (no strided boxes)
-        d.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
-        getattr(d.CUtensorMapSwizzle, f"CU_TENSOR_MAP_SWIZZLE_{mode}"),
-        d.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-        d.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)   # NONE: zeros past the edges
-    if int(err) != 0:
-        raise RuntimeError(f"cuTensorMapEncodeTiled failed ({err!r}) for a {shape} {dtype} tensor, box {box}")
-    return TensorMap(ctypes.string_at(int(tmap.getPtr()), TensorMap.SIZE), shape=shape, box=box, dtype=dtype,
-                     swizzle=swizzle)
+    raw = _encode_tiled(dtype, address, sizes=[shape[1], shape[0]],   # columns, rows (innermost first)
+                        strides=[strides[0]], box=[box[1], box[0]], swizzle=swizzle,
+                        what=f"a {shape} {dtype} tensor, box {box}")
+    return TensorMap(raw, shape=shape, box=box, dtype=dtype, swizzle=swizzle)
 
 
 def tiled_rows_3d(tensor, box: tuple, swizzle: str = "128B") -> TensorMap:
@@ -139,8 +145,6 @@ def tiled_rows_3d(tensor, box: tuple, swizzle: str = "128B") -> TensorMap:
     columns), every leading dimension folded into heads: boxes of ``box`` = (rows, columns) of one
     head. A box that runs past the last row of a head is zero-filled there (a 2-D view of
     (heads · rows, columns) would read the next head's first rows instead). Lesson 05.05 (attention)."""
-    from cuda.bindings import driver as d
-
     from .module import current_device
 
     current_device()
@@ -154,22 +158,10 @@ def tiled_rows_3d(tensor, box: tuple, swizzle: str = "128B") -> TensorMap:
     problems = layout_problems((rows, cols), cols * item, item, box, swizzle, address)
     if problems:
         raise ValueError(f"TMA cannot describe a {rows} × {cols} {dtype} tensor: " + "; ".join(problems))
-    u64, u32 = d.cuuint64_t, d.cuuint32_t
-    mode = {"none": "NONE", "32B": "32B", "64B": "64B", "128B": "128B"}[swizzle]
-    err, tmap = d.cuTensorMapEncodeTiled(
-        _data_type(dtype), 3, address,
-        [u64(cols), u64(rows), u64(heads)],                     # innermost first
-        [u64(cols * item), u64(rows * cols * item)],            # bytes between rows, between heads
-        [u32(box[1]), u32(box[0]), u32(1)],
-        [u32(1), u32(1), u32(1)],
-        d.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
-        getattr(d.CUtensorMapSwizzle, f"CU_TENSOR_MAP_SWIZZLE_{mode}"),
-        d.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-        d.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
-    if int(err) != 0:
-        raise RuntimeError(f"cuTensorMapEncodeTiled failed ({err!r}) for a {shape} {dtype} tensor, box {box}")
-    return TensorMap(ctypes.string_at(int(tmap.getPtr()), TensorMap.SIZE), shape=(heads * rows, cols), box=box,
-                     dtype=dtype, swizzle=swizzle)
+    raw = _encode_tiled(dtype, address, sizes=[cols, rows, heads],
+                        strides=[cols * item, rows * cols * item],          # bytes between rows, between heads
+                        box=[box[1], box[0], 1], swizzle=swizzle, what=f"a {shape} {dtype} tensor, box {box}")
+    return TensorMap(raw, shape=(heads * rows, cols), box=box, dtype=dtype, swizzle=swizzle)
 
 
 __all__ = ["TensorMap", "tiled_2d", "tiled_rows_3d", "layout_problems", "SWIZZLES"]
