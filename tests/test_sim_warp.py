@@ -445,3 +445,27 @@ def test_warp_intrinsics_outside_a_kernel_raise():
     fake = FakeCUDAModule((1, 1, 1), (1, 1, 1), 0)
     with pytest.raises(WarpSyncError, match="inside a simulated kernel"):
         fake.shfl_sync(FULL, 1, 0)
+
+
+def test_block_manager_sleeps_while_its_threads_wait():
+    # numba's manager polls its threads without sleeping and holds the GIL; every simulated
+    # thread that woke then waited for the switch interval (launches took 3-48 s at random).
+    import time
+
+    import grader.sim
+
+    grader.sim.install()
+
+    @cuda.jit
+    def one_slow_thread(out):
+        if cuda.threadIdx.x == 0:
+            time.sleep(0.5)
+        cuda.syncthreads()
+        out[cuda.threadIdx.x] = 1
+
+    out = np.zeros(32, np.int32)
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    one_slow_thread[1, 32](out)
+    cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+    assert out.all() and wall >= 0.5
+    assert cpu < 0.4 * wall, f"the launch used {cpu:.2f} s of CPU in {wall:.2f} s: a busy wait"

@@ -11,6 +11,8 @@
   thread has written yet -- typically a missing ``cuda.syncthreads()`` -- gets
   NaN, which every check refuses. (The simulator's own arrays start with
   whatever ``np.empty`` returns, which could hide such a read.)
+* The block manager sleeps between its polls instead of spinning on the GIL
+  (:mod:`grader.sim.block`): without that, launches took seconds to minutes at random.
 * Warp intrinsics (shuffles, votes: :mod:`grader.sim.warp`) and a shared-memory race check
   (:mod:`grader.sim.race`) are added; :mod:`grader.sim.trace` records who touched which element.
 
@@ -188,7 +190,9 @@ def install() -> None:
 
     threading.excepthook = quiet_stop
     _poison_shared_memory()
-    from . import warp
+    from . import block, warp
+
+    block.install()
 
     warp.install()
     if os.environ.get("GRADER_SIM_RACECHECK", "1") != "0":
