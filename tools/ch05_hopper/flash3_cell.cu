@@ -22,9 +22,10 @@ using namespace attn;
 //            softmax runs while the other's wgmmas hold the tensor core
 //   OVERLAP  1: inside a warpgroup, S_j = Q K_jᵀ and O += P_{j-1} V_{j-1} are issued together and
 //            the softmax of S_j runs while P V is still on the tensor core (wait_group 1)
-template <int D_, int WS_, int PINGPONG_, int OVERLAP_>
+// STAGES_, for dev/ch05_hopper's experiments: the ring's slots (0, the default: 2 at d 128, 3 at d 64).
+template <int D_, int WS_, int PINGPONG_, int OVERLAP_, int STAGES_ = 0>
 struct F3 {
-  static constexpr int D = D_, BM = 128, BN = 128, STAGES = D == 128 ? 2 : 3;
+  static constexpr int D = D_, BM = 128, BN = 128, STAGES = STAGES_ ? STAGES_ : (D == 128 ? 2 : 3);
   static constexpr bool WS = WS_, PINGPONG = PINGPONG_, OVERLAP = OVERLAP_;
   static constexpr int CONSUMERS = 2;
   static constexpr int THREADS = 128 * (CONSUMERS + (WS ? 1 : 0));
