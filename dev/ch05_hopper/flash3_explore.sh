@@ -31,10 +31,11 @@ print(",".join(b + s for b, s in want if b in have))
 EOF
 )
   echo "metrics: $metrics" >> "$log"
-  timeout "${NCU_S:-90}" "$ncu" --clock-control none -k regex:"flash3|sdpa|fprop|fmha|cudnn" -c 8 \
+  profile() { timeout "${NCU_S:-90}" "$ncu" --clock-control none -k regex:"flash3|sdpa|fprop|fmha|cudnn" -c 8 \
     --section SpeedOfLight --section ComputeWorkloadAnalysis --section SchedulerStats --section WarpStateStats \
-    ${metrics:+--metrics $metrics} --csv --page details python3 $py ncu $NCU_CELLS > "$out/ncu.csv" 2> "$out/ncu.err"
-  echo "ncu rc $?" | tee -a "$log"
+    "$@" --csv --page details python3 $py ncu $NCU_CELLS > "$out/ncu.csv" 2> "$out/ncu.err"; echo "ncu rc $?" | tee -a "$log"; }
+  profile ${metrics:+--metrics $metrics}
+  grep -q '"Metric Name"' "$out/ncu.csv" || profile          # a metric it refused: the sections alone
   python3 - "$out/ncu.csv" <<'EOF' | tee -a "$log"
 import csv, sys
 rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]
