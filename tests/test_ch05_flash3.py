@@ -27,7 +27,7 @@ from tests.conftest import ROOT, solution
 from tests.wrong import ch05_flash3 as W
 
 CH, NB, CELL, RUBRIC, KERNEL = W.CHAPTER, W.NOTEBOOK, W.CELL, W.RUBRIC, W.KERNEL
-ABLATION = ["flash3<F3<128, 0, 1, 1>>", "flash3<F3<128, 1, 0, 1>>", "flash3<F3<128, 1, 1, 0>>"]
+ABLATION = ["flash3<F3<128, 0, 1, 1>>", "flash3<F3<128, 1, 0, 1>>", "flash3<F3<128, 1, 1, 0>>", "flash3<F3<128, 1, 1, 1, 2>>"]
 
 
 def reference() -> str:
@@ -116,9 +116,10 @@ def _ex2_under_pv(text: str) -> int:
 
 def test_launch_shape_comes_from_the_type(module):
     s128, s64 = module.launch_shape(KERNEL), module.launch_shape("flash3<F3<64, 1, 1, 1>>")
-    assert (s128.threads, s128.tile_m, s128.tile_n, s128.tile_k, s128.stages) == (384, 128, 128, 128, 2)
+    assert (s128.threads, s128.tile_m, s128.tile_n, s128.tile_k, s128.stages) == (384, 128, 128, 128, 3)
     assert (s64.tile_k, s64.stages) == (64, 3)
-    assert s128.smem_bytes == 128 * 128 * 2 + 2 * 2 * 128 * 128 * 2 + 1024 <= 227 * 1024
+    assert s128.smem_bytes == 128 * 128 * 2 + 2 * 3 * 128 * 128 * 2 + 1024 <= 227 * 1024
+    assert module.launch_shape("flash3<F3<128, 1, 1, 1, 2>>").stages == 2
 
 
 def test_rubric_passes_for_the_reference_and_fails_for_the_stub(module):

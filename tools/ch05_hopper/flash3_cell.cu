@@ -1,4 +1,4 @@
-%%cuda f3 --arch sm_90a -k "flash3<F3<128, 1, 1, 1>>" -k "flash3<F3<64, 1, 1, 1>>" -k "flash3<F3<128, 0, 1, 1>>" -k "flash3<F3<128, 1, 0, 1>>" -k "flash3<F3<128, 1, 1, 0>>"
+%%cuda f3 --arch sm_90a -k "flash3<F3<128, 1, 1, 1>>" -k "flash3<F3<64, 1, 1, 1>>" -k "flash3<F3<128, 0, 1, 1>>" -k "flash3<F3<128, 1, 0, 1>>" -k "flash3<F3<128, 1, 1, 0>>" -k "flash3<F3<128, 1, 1, 1, 2>>"
 #include "course.cuh"      // the launch contract, smem_u32
 #include "tma.cuh"         // TensorMap, mbarrier
 #include "wgmma.cuh"       // smem descriptors, wgmma fence/commit/wait, wgmma (A and B in shared memory)
@@ -22,10 +22,10 @@ using namespace attn;
 //            softmax runs while the other's wgmmas hold the tensor core
 //   OVERLAP  1: inside a warpgroup, S_j = Q K_jᵀ and O += P_{j-1} V_{j-1} are issued together and
 //            the softmax of S_j runs while P V is still on the tensor core (wait_group 1)
-// STAGES_, for dev/ch05_hopper's experiments: the ring's slots (0, the default: 2 at d 128, 3 at d 64).
+// STAGES_: the ring's slots (0, the default: 3; the ablation also times 2).
 template <int D_, int WS_, int PINGPONG_, int OVERLAP_, int STAGES_ = 0>
 struct F3 {
-  static constexpr int D = D_, BM = 128, BN = 128, STAGES = STAGES_ ? STAGES_ : (D == 128 ? 2 : 3);
+  static constexpr int D = D_, BM = 128, BN = 128, STAGES = STAGES_ ? STAGES_ : 3;
   static constexpr bool WS = WS_, PINGPONG = PINGPONG_, OVERLAP = OVERLAP_;
   static constexpr int CONSUMERS = 2;
   static constexpr int THREADS = 128 * (CONSUMERS + (WS ? 1 : 0));
@@ -221,7 +221,8 @@ flash3(const __grid_constant__ TensorMap q_map,    // Q as (B·H, Sq, D): boxes 
     l[0] = l[0] * alpha[0] + sum[0];
     l[1] = l[1] * alpha[1] + sum[1];
   };
-  auto rescale_o = [&](const float (&alpha)[2]) {
+  auto rescale_o = [&](const float (&alpha)[2]) {      // skipped when no row of the warp has a new max
+    if (!__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) return;
 #pragma unroll
     for (int i = 0; i < NO; ++i) o_acc[i] *= alpha[(i >> 1) & 1];
   };
@@ -272,11 +273,11 @@ flash3(const __grid_constant__ TensorMap q_map,    // Q as (B·H, Sq, D): boxes 
       const int s = (it + j) % S, sp = (it + j - 1) % S;
       course::mbar_wait_or_trap(&k_full[s], ((it + j) / S) & 1);
       course::mbar_wait_or_trap(&v_full[sp], ((it + j - 1) / S) & 1);
-      my_turn();
       // BEGIN SOLUTION
       if (C::OVERLAP && j >= 2) pv_done(j - 2);          // P V_{j-2}, issued last iteration
       rescale_o(alpha);
       pack_p();
+      my_turn();                                         // the turn is held only to issue
       course::wgmma_fence_operand(s_acc);
       course::wgmma_fence_operand(o_acc);
       course::wgmma_fence();
@@ -299,10 +300,10 @@ flash3(const __grid_constant__ TensorMap q_map,    // Q as (B·H, Sq, D): boxes 
     // the last tile's P V
     const int last = (it + n - 1) % S;
     course::mbar_wait_or_trap(&v_full[last], ((it + n - 1) / S) & 1);
-    my_turn();
     if (C::OVERLAP && n >= 2) pv_done(n - 2);
     rescale_o(alpha);
     pack_p();
+    my_turn();
     course::wgmma_fence_operand(o_acc);
     course::wgmma_fence();
     issue_pv(n - 1);

@@ -300,7 +300,8 @@ cuDNN goes (a first guess: the 4-byte stores of O, and the static schedule's tai
 configs = {"reference: WS + ping-pong + overlap": "flash3<F3<128, 1, 1, 1>>",
            "without warp specialization": "flash3<F3<128, 0, 1, 1>>",
            "without ping-pong": "flash3<F3<128, 1, 0, 1>>",
-           "without intra-warpgroup overlap": "flash3<F3<128, 1, 1, 0>>"}
+           "without intra-warpgroup overlap": "flash3<F3<128, 1, 1, 0>>",
+           "ring of 2 slots, not 3": "flash3<F3<128, 1, 1, 1, 2>>"}
 hopper = not grader.SIMULATOR and grader.device.info().compute_capability == (9, 0)
 versions, extra = {}, []
 if hopper:
