@@ -319,8 +319,8 @@ reference is at 84% / 88%, the non-persistent version at 80% / 80%.
 against cuDNN's kernel in the same process; `results/ch05/flash3_ncu_h100_2026-11-24_run1.csv`): the
 tensor pipe was busy 67% of the time non-causal and 62% causal, cuDNN's 76% and 69%; issue slots 42%
 busy (cuDNN 43%) and the MUFU pipe 35% (cuDNN 39%), so neither the instruction rate nor the
-exponential was the limit: the warps waited — on fixed latencies (`wait`, 1.5 cycles per instruction)
-and on the mbarriers (`long scoreboard`, 0.65). With the overlap made real and 2 slots, the mbarrier
+exponential was the limit: the warps waited — on fixed latencies (`wait`: 1.5 warps stalled per issued
+instruction) and on long-latency results (`long scoreboard`, 0.65; in this loop, the mbarrier try-waits). With the overlap made real and 2 slots, the mbarrier
 stalls rose to 1.4 (non-causal) and 2.0 (causal) and the tensor pipe fell to 64% and 56%: the consumers
 waited for K and V, the reason for the third slot. The final version was not profiled.
 """),
