@@ -35,13 +35,13 @@ CELL = ROOT / "tools" / "ch05_hopper" / "flash3_cell.cu"
 REF = {128: "flash3<F3<128, 1, 1, 1>>", 64: "flash3<F3<64, 1, 1, 1>>"}
 ABLATION = {"reference (WS + ping-pong + overlap)": (1, 1, 1), "without warp specialization": (0, 1, 1),
             "without ping-pong": (1, 0, 1), "without intra-warpgroup overlap": (1, 1, 0),
-            "without ping-pong and overlap": (1, 0, 0)}
+            "without ping-pong and overlap": (1, 0, 0), "ring of 2 slots, not 3": (1, 1, 1, 2)}
 SMOKE = [Attn(1, 2, 1031, 128, causal=True), Attn(1, 2, 65, 64, Sk=1000), Attn(1, 2, 2000, 128, causal=True, kind="growing"),
          Attn(2, 2, 777, 64, Sk=3001), Attn(1, 1, 7, 64, Sk=0)]
 
 
-def name(d: int, ws: int, pp: int, ov: int) -> str:
-    return f"flash3<F3<{d}, {ws}, {pp}, {ov}>>"
+def name(d: int, *switches: int) -> str:
+    return f"flash3<F3<{d}, {', '.join(map(str, switches))}>>"
 
 
 def source() -> str:

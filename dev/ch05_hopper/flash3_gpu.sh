@@ -4,8 +4,8 @@
 #   2. the wrong kernels of tests/wrong/ch05_flash3.py that need a GPU, each in its own process, all at once
 #      (TESTS=1: tests/test_ch05_flash3.py's gpu-marked tests instead: the reference, then each mistake);
 #   3. the ablation (WS, ping-pong, overlap switched off) at d 128 and 64, S 4096, beside cuDNN SDPA;
-#   4. the reference against cuDNN and flash SDPA: d 64/128, S 1k/4k/16k, causal and not (sweep);
-#   5. lesson 05 through the judge (--in-notebook; the chapter's other lessons removed from this copy).
+#   5. lesson 05 through the judge (--in-notebook; the chapter's other lessons removed from this copy);
+#   4. then the reference against cuDNN and flash SDPA: d 128/64, S 1k/4k/16k, causal and not (sweep).
 # With no .whl (the judge's wheels) the image's numpy is used and step 5 cannot run.
 # SCHEDULE=1 adds step 3s: the persistent loop's head groups (1 against the default) at d 128, S 4k/16k.
 # Each step has its own timeout (seconds: CHECK_S, WRONG_S, ABL_S, SWEEP_S, NB_S); SKIP="4 5" skips steps 4
@@ -46,15 +46,15 @@ if [[ $skip != *" 3 "* ]]; then
   echo "== 3. ablation" | tee -a "$log"
   timeout "${ABL_S:-120}" python3 $py time ablation 2>&1 | grep -E "TIME|rror" | tee -a "$log"
 fi
-if [[ $skip != *" 4 "* ]]; then
-  echo "== 4. sweep" | tee -a "$log"
-  timeout "${SWEEP_S:-150}" python3 $py time sweep 2>&1 | grep -E "TIME|rror" | tee -a "$log"
-fi
 if [[ $skip != *" 5 "* ]]; then
   echo "== 5. scoreboard (lesson 05)" | tee -a "$log"
   find solutions/05_hopper_blackwell course/05_hopper_blackwell -name "0[12346]_*.ipynb" -delete
   /usr/bin/time -f "scoreboard: %e s wall" timeout "${NB_S:-150}" python3 -m grader scoreboard 05_hopper_blackwell \
     --in-notebook --out "$out" > "$out/scoreboard_ch05.log" 2>&1
   tail -12 "$out/scoreboard_ch05.log" | tee -a "$log"
+fi
+if [[ $skip != *" 4 "* ]]; then
+  echo "== 4. sweep" | tee -a "$log"
+  timeout "${SWEEP_S:-150}" python3 $py time sweep 2>&1 | grep -E "TIME|rror" | tee -a "$log"
 fi
 echo "== done" | tee -a "$log"

@@ -93,7 +93,7 @@ def flash3_launch(*kernels, swizzle: str = "128B", ctas: int | None = None, grou
         units = -(-Sq // shape.tile_m) * H * B
         # non-causal: every unit is the same work, one head at a time keeps its K and V hottest in L2;
         # causal: groups of heads whose K and V fit in 16 MiB, so each CTA gets every block length
-        # (H100, d 128: 90% → 89% of cuDNN non-causal with groups, 85.0 → 85.4% causal at S 4096,
+        # (H100, d 128, the kernel's first version: 90% → 89% of cuDNN non-causal with groups, 85.0 → 85.4% causal at S 4096,
         # 85 → 87% causal at S 16384; results/ch05/flash3_gpu_h100_2026-11-24_run3.log)
         heads = group or (max(1, min(B * H, (16 << 20) // max(1, 4 * Sk * d))) if causal else 1)
         grid = (min(units, ctas or sm_count(q.device.index or 0)),)     # persistent: one CTA per SM

@@ -1,4 +1,4 @@
-%%cuda f3 --arch sm_90a -k "flash3<F3<128, 1, 1, 1>>" -k "flash3<F3<64, 1, 1, 1>>" -k "flash3<F3<128, 0, 1, 1>>" -k "flash3<F3<128, 1, 0, 1>>" -k "flash3<F3<128, 1, 1, 0>>"
+%%cuda f3 --arch sm_90a -k "flash3<F3<128, 1, 1, 1>>" -k "flash3<F3<64, 1, 1, 1>>" -k "flash3<F3<128, 0, 1, 1>>" -k "flash3<F3<128, 1, 0, 1>>" -k "flash3<F3<128, 1, 1, 0>>" -k "flash3<F3<128, 1, 1, 1, 2>>"
 #include "course.cuh"      // the launch contract, smem_u32
 #include "tma.cuh"         // TensorMap, mbarrier
 #include "wgmma.cuh"       // smem descriptors, wgmma fence/commit/wait, wgmma (A and B in shared memory)
@@ -22,9 +22,10 @@ using namespace attn;
 //            softmax runs while the other's wgmmas hold the tensor core
 //   OVERLAP  1: inside a warpgroup, S_j = Q K_jᵀ and O += P_{j-1} V_{j-1} are issued together and
 //            the softmax of S_j runs while P V is still on the tensor core (wait_group 1)
-template <int D_, int WS_, int PINGPONG_, int OVERLAP_>
+// STAGES_: the ring's slots (0, the default: 3; the ablation also times 2).
+template <int D_, int WS_, int PINGPONG_, int OVERLAP_, int STAGES_ = 0>
 struct F3 {
-  static constexpr int D = D_, BM = 128, BN = 128, STAGES = D == 128 ? 2 : 3;
+  static constexpr int D = D_, BM = 128, BN = 128, STAGES = STAGES_ ? STAGES_ : 3;
   static constexpr bool WS = WS_, PINGPONG = PINGPONG_, OVERLAP = OVERLAP_;
   static constexpr int CONSUMERS = 2;
   static constexpr int THREADS = 128 * (CONSUMERS + (WS ? 1 : 0));
@@ -181,10 +182,11 @@ flash3(const __grid_constant__ TensorMap q_map,    // Q as (B·H, Sq, D): boxes 
   };
 
   // The online softmax of S_j (scores in s_acc): mask, new row maxima, P = 2^(s·scale − m) in place,
-  // row sums; returns the factors that rescale what O and l held (applied once P V_{j-1} is done).
+  // row sums (each thread keeps its own share until the epilogue); returns the factors that rescale
+  // what O and l held (O is rescaled once P V_{j-1} is done). The max is taken over the raw scores
+  // and scaled once (scale > 0): one FMNMX an element, then one FFMA and one MUFU.EX2.
   auto softmax = [&](int j, float (&alpha)[2]) {
     const bool masked = j * BN + BN > Sk || (causal && j * BN + BN - 1 > w.r0 + 64 * wg);
-    float mx[2] = {m[0], m[1]};
     if (masked) {
 #pragma unroll
       for (int i = 0; i < NS; ++i) {
@@ -192,17 +194,23 @@ flash3(const __grid_constant__ TensorMap q_map,    // Q as (B·H, Sq, D): boxes 
         if (col >= Sk || (causal && col > row)) s_acc[i] = -INFINITY;
       }
     }
+    float mx[2] = {s_acc[0], s_acc[2]};
 #pragma unroll
-    for (int i = 0; i < NS; ++i) mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], s_acc[i] * scale_log2);
+    for (int i = 4; i < NS; i += 4) {
+      mx[0] = fmaxf(mx[0], fmaxf(s_acc[i], s_acc[i + 1]));
+      mx[1] = fmaxf(mx[1], fmaxf(s_acc[i + 2], s_acc[i + 3]));
+    }
+    mx[0] = fmaxf(mx[0], s_acc[1]);
+    mx[1] = fmaxf(mx[1], s_acc[3]);
     float ref[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      mx[r] = quad_max(mx[r]);
-      ref[r] = ref_point(mx[r]);
+      const float mr = fmaxf(m[r], quad_max(mx[r]) * scale_log2);
+      ref[r] = ref_point(mr);
       // BEGIN SOLUTION
       alpha[r] = ex2(m[r] - ref[r]);                     // 0 while the row had no score (m = -inf)
       // END SOLUTION
-      m[r] = mx[r];
+      m[r] = mr;
     }
     float sum[2] = {0.f, 0.f};
 #pragma unroll
@@ -213,13 +221,21 @@ flash3(const __grid_constant__ TensorMap q_map,    // Q as (B·H, Sq, D): boxes 
     l[0] = l[0] * alpha[0] + sum[0];
     l[1] = l[1] * alpha[1] + sum[1];
   };
-  auto rescale_o = [&](const float (&alpha)[2]) {
+  auto rescale_o = [&](const float (&alpha)[2]) {      // skipped when no row of the warp has a new max
+    if (!__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) return;
 #pragma unroll
     for (int i = 0; i < NO; ++i) o_acc[i] *= alpha[(i >> 1) & 1];
   };
   auto pack_p = [&] {
 #pragma unroll
     for (int i = 0; i < BN / 4; ++i) p[i] = course::pack_bf16x2(s_acc[2 * i], s_acc[2 * i + 1]);
+  };
+  // P V_t is done: O and P are ours again, and V_t's slot goes back to the producer (without WS, the
+  // loader refills it at the end of the iteration, once it no longer holds the turn).
+  auto pv_done = [&](int t) {
+    course::wgmma_wait<0>();
+    course::wgmma_fence_operand(o_acc);
+    release(&v_empty[(it + t) % S]);
   };
 
   int tq = 0;                                            // units so far: Q's tq-th load
@@ -249,13 +265,19 @@ flash3(const __grid_constant__ TensorMap q_map,    // Q as (B·H, Sq, D): boxes 
     release(&k_empty[it % S]);
     if (n == 1) release(&q_empty);                       // the unit's last Q Kᵀ is done: Q may be replaced
     softmax(0, alpha);
-    pack_p();
-    // tile j: S_j = Q K_jᵀ and O += P_{j-1} V_{j-1} issued in one turn; then S_j's softmax
+    // tile j: O rescaled and P_{j-1} packed, then S_j = Q K_jᵀ and O += P_{j-1} V_{j-1} issued in one
+    // turn; S_j's softmax runs while P V_{j-1} is still on the tensor core, and P V_{j-1} is waited for
+    // only at the top of the next iteration -- after the waits on the barriers, which ptxas does not
+    // move code across (with the wait at the end of this iteration, ptxas hoisted it above the softmax)
     for (int j = 1; j < n; ++j) {
       const int s = (it + j) % S, sp = (it + j - 1) % S;
       course::mbar_wait_or_trap(&k_full[s], ((it + j) / S) & 1);
       course::mbar_wait_or_trap(&v_full[sp], ((it + j - 1) / S) & 1);
-      my_turn();
+      // BEGIN SOLUTION
+      if (C::OVERLAP && j >= 2) pv_done(j - 2);          // P V_{j-2}, issued last iteration
+      rescale_o(alpha);
+      pack_p();
+      my_turn();                                         // the turn is held only to issue
       course::wgmma_fence_operand(s_acc);
       course::wgmma_fence_operand(o_acc);
       course::wgmma_fence();
@@ -264,33 +286,30 @@ flash3(const __grid_constant__ TensorMap q_map,    // Q as (B·H, Sq, D): boxes 
       issue_pv(j - 1);
       course::wgmma_commit();
       pass_turn();
-      // BEGIN SOLUTION
       if constexpr (C::OVERLAP) course::wgmma_wait<1>();  // S_j is done; P V_{j-1} may still run
       else course::wgmma_wait<0>();
       course::wgmma_fence_operand(s_acc);
       release(&k_empty[s]);
       if (j == n - 1) release(&q_empty);
+      if (!C::OVERLAP) pv_done(j - 1);
       softmax(j, alpha);                                   // under P V_{j-1} when OVERLAP
-      course::wgmma_wait<0>();                             // P V_{j-1} is done: O and P are ours again
-      course::wgmma_fence_operand(o_acc);
-      release(&v_empty[sp]);
-      rescale_o(alpha);
-      pack_p();
       // END SOLUTION
-      if (loader && j - 1 + S < n) load_kv(w, j - 1 + S, it + j - 1 + S);   // without WS: refill the slot just released
+      const int refill = j - (C::OVERLAP ? 2 : 1) + S;     // without WS: the tile whose slot was just released
+      if (loader && refill < n && (!C::OVERLAP || j >= 2)) load_kv(w, refill, it + refill);
     }
     // the last tile's P V
     const int last = (it + n - 1) % S;
     course::mbar_wait_or_trap(&v_full[last], ((it + n - 1) / S) & 1);
+    if (C::OVERLAP && n >= 2) pv_done(n - 2);
+    rescale_o(alpha);
+    pack_p();
     my_turn();
     course::wgmma_fence_operand(o_acc);
     course::wgmma_fence();
     issue_pv(n - 1);
     course::wgmma_commit();
     pass_turn();
-    course::wgmma_wait<0>();
-    course::wgmma_fence_operand(o_acc);
-    release(&v_empty[last]);
+    pv_done(n - 1);
     it += n;
 
     // The epilogue: O / l, bf16 pairs straight to global memory.

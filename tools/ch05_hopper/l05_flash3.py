@@ -26,7 +26,8 @@ def cells():
 - **ping-pong**: two consumer warpgroups take turns on the tensor core, so one's softmax runs
   while the other's wgmmas do;
 - **intra-warpgroup overlap**: issue the next tile's Q Kᵀ *and* the current P V, then do the
-  softmax while P V is still on the tensor core (`wgmma.wait_group 1`);
+  softmax while P V is still on the tensor core (`wgmma.wait_group 1`) — and how to see in the
+  machine code whether the overlap is really there (ptxas can quietly undo it);
 - how much each buys, measured from one source: the same kernel with each switch off.
 
 **Builds on:** 04.03 (FA2: tiling, the online softmax, causal tiles, the mma fragments), 05.01
@@ -74,9 +75,9 @@ at once share the K and V of a few heads in L2. A CTA has three warpgroups (384 
 - **warpgroup 0, the producer** — one thread: a unit's Q (two 64-column boxes of 128 rows,
   128-byte swizzle: 32 KiB) once the consumers have released the last unit's (`q_full` / `q_empty`,
   a ring of one), then for each key tile j of 128 keys: wait until `k_empty[s]` says the
-  slot is free, `arrive.expect_tx(32 KiB)` on `k_full[s]`, two TMA loads; the same for V. Ring of 2
-  slots at d = 128 (Q 32 KiB + 2 × (K 32 + V 32) = 160 KiB), 3 at d = 64. It gives its registers
-  back: `setmaxnreg.dec 24`.
+  slot is free, `arrive.expect_tx(32 KiB)` on `k_full[s]`, two TMA loads; the same for V. A ring of
+  3 slots (d = 128: Q 32 KiB + 3 × (K 32 + V 32) = 224 KiB of the 227 KiB a block may have; d = 64:
+  112 KiB) — why 3 and not 2, below. It gives its registers back: `setmaxnreg.dec 24`.
 - **warpgroups 1 and 2, the consumers** — 64 query rows each, `setmaxnreg.inc 240`
   (128 · 24 + 256 · 240 = 64,512 ≤ 65,536). Per key tile: `S = Q Kᵀ` (d/16 × `wgmma m64n128k16`,
   Q and K from shared memory, both K-major: SBO 1024, +32 bytes per k16 step), the online softmax
@@ -113,9 +114,20 @@ hand-over (a `bar.sync` that never completes hangs the GPU for good).
 
 **Intra-warpgroup overlap.** Inside one consumer, iteration j issues `S_j = Q K_jᵀ` and then
 `O += P_{j-1} V_{j-1}` as two wgmma groups, waits only for the first (`wgmma.wait_group 1`), and
-runs the softmax of S_j while P V is still running; then `wait_group 0`, rescale O by
-2^(m_old − m_new) and round the new P. The price is registers: S_j (64 floats), P_{j-1} (32
+runs the softmax of S_j while P V is still running. Registers: S_j (64 floats), P_{j-1} (32
 bf16x2) and O (64 floats) are live at once — 160 of the consumer's 240.
+
+*Where the `wait_group 0` for P V goes matters more than it looks.* Written right after the softmax
+— the natural place, and this kernel's first version — the PTX has the softmax between the two
+waits, but ptxas schedules each basic block on its own, finds the wait ready at once and moves it
+**above** the softmax: that version's machine code waited for P V before its first `ex2`, and the
+overlap existed only in the source (0 `MUFU.EX2` between `WARPGROUP.DEPBAR.LE gsb0, 0x1` and the next
+`…0x0` in `sass.disassemble`; 64 after the fix). This kernel waits for P V_{j−1} at the **top of the
+next iteration**, after the mbarrier waits — loops, hence basic-block boundaries that ptxas does not
+move code across — then rescales O by 2^(m_old − m_new) (skipped when no row of the warp has a new
+max — exact, unlike FA4's conditional rescale, which also lets small rises of the max pass), rounds the new P, and only then takes its turn,
+so that the turn is held just to issue. The price: V's slot goes back to the producer a softmax
+later. With 2 slots the consumers then waited on K and V (ncu, below), so the ring has 3.
 """),
         code(r"""
 # An idealised timeline (time units: one GEMM batch of a warpgroup = 1.0, one softmax = 0.6, as
@@ -168,7 +180,9 @@ out of step on their own — and in this kernel the measured gain (below) is nil
 - `PINGPONG = 0`: the turn waits and arrivals compile to nothing;
 - `OVERLAP = 0`: `wait_group 0` instead of 1 before the softmax.
 
-### Exercise (about 18 lines in three places)
+A fourth parameter, `STAGES_` (default 3), sets the ring's slots; the ablation also times 2.
+
+### Exercise (about 26 lines in three places)
 
 1. `issue_pv`: O += P V_j as BN/16 = 8 wgmmas with A from registers — for k step kk the four
    registers `p[4kk] … p[4kk + 3]`, and V's descriptor (the slot's address + 2048·kk bytes, LBO one
@@ -176,9 +190,13 @@ out of step on their own — and in this kernel the measured gain (below) is nil
    about 6 lines.
 2. In `softmax`: `alpha[r]`, the factor that rescales what O and l held when row r's max moves from
    `m[r]` to `ref[r]` (both in log2 units; `m[r]` is −∞ until the row has seen a score); 1 line.
-3. The body of the key loop after the two wgmma groups are issued: wait for `S_j` only (OVERLAP) or
-   for both, release K's slot, the softmax of S_j, wait for P V_{j−1}, release V's slot, rescale O,
-   round the new P; about 11 lines with the lambdas `release`, `softmax`, `rescale_o`, `pack_p`.
+3. The body of the key loop, once K_j and V_{j−1} have landed: wait for P V_{j−2} (OVERLAP, j ≥ 2:
+   `pv_done` also releases V's slot), rescale O, round P_{j−1}, take the turn, issue S_j = Q K_jᵀ and
+   O += P_{j−1} V_{j−1} as two committed groups (with the operand fences), pass the turn, wait for
+   S_j only (OVERLAP) or for both (then `pv_done(j − 1)` at once), release K's slot (and Q's after
+   the unit's last key tile), the softmax of S_j; about 19 lines with the lambdas `pv_done`,
+   `rescale_o`, `pack_p`, `my_turn`, `issue_qk`, `issue_pv`, `pass_turn`, `release`, `softmax`. The
+   loop after it shows the same steps for the last tile's P V.
 
 The helpers are in `grader/include/flash3.cuh` (the 3-D TMA load, wgmma with A from registers),
 `wgmma.cuh`, `pipeline.cuh` and chapter 04's `attention.cuh` (ex2, quad_max, ref_point).
@@ -244,23 +262,21 @@ B = 4, H = 32, S = 4096, d = 128, against **cuDNN's** SDPA (`torch.nn.attention.
 `CUDNN_ATTENTION`) on the same q, k, v in the same run — non-causal, then causal. **Full points at
 60%**, nothing at 6%. The course's goals for its reference: ≥ 90% non-causal, ≥ 85% causal.
 
-**Measured on an H100** (2026-11-24, cuDNN 9.19 through torch 2.11 in the same run each time;
-`dev/ch05_hopper/flash3_gpu.sh`, logs `results/ch05/flash3_*_h100_2026-11-24_run{1,2,3}.*`). Through the
-judge, 3/3 points each (12/12 for the lesson): non-causal **89.9% of cuDNN** (616.5 against 685.4
-TFLOP/s; run 2) and causal **85.7%** (514.3 against 599.9; run 3). The course's goals: non-causal ≥ 90%
-is **missed by a tenth of a point** (the dev script's own runs: 89.8–90.1%), causal ≥ 85% is reached by
-0.7 point (84.7% in run 2, before the causal units were scheduled in head groups, below). The
-launch's default — heads one at a time without a mask, head groups with one — is what each of those
-runs used for its own case; the two were not graded together in one run. Against flash SDPA (FA2,
-chapter 04's peer), same run: **171%** non-causal, **154%** causal. At d = 64: 86% and 82% of cuDNN.
-In the chapter's last judge run, both cases graded together (same H100, same day): **90.0%** and
-**84.9%** of cuDNN (624.2 / 693.3 and 516.3 / 608.3 TFLOP/s) — both goals within a tenth of a point,
-on either side of it.
+**Measured on an H100** (2026-11-24, cuDNN 9.19 through torch 2.11, each figure beside cuDNN in the
+same run; `dev/ch05_hopper/flash3_gpu.sh`, logs `results/ch05/flash3_gpu_h100_2026-11-24_run4.log` and
+`flash3_scoreboard_h100_2026-11-24_run4.*`). Through the judge, both cases graded in one run, 3/3 points
+each (12/12 for the lesson): non-causal **93.4% of cuDNN** (639.7 against 684.9 TFLOP/s) and causal
+**90.0%** (538.2 against 598.3) — the goals met with 3.4 and 5.0 points to spare; the notebook's own
+run, 93.6% and 89.3%. Against flash SDPA (FA2, chapter 04's peer), same run: **178%** non-causal,
+**164%** causal. This kernel's first version (the wait for P V hoisted above the softmax, a ring of 2)
+was graded at 90.0% and 84.9% that same day, and measured 91% and 87% beside the versions in between
+in one process (`results/ch05/flash3_explore_h100_2026-11-24_run1.log`): a figure moves by about a
+point from run to run.
 
-Across sizes (run 2, d = 128, B·H·S = 2¹⁹): S = 1024 85% non-causal, 66% causal (a causal unit of at most
-8 key tiles spends a larger share in its prologue and masked diagonal); S = 16384 98% and 84% in run 2,
-87% and 87% in run 3 (cuDNN itself moved from 643 to 701 TFLOP/s between the runs at this size: the
-figures there are less stable than at 4096).
+Across sizes (run 4, % of cuDNN, non-causal / causal): d = 128, S = 1024 (B = 16) 86% / 81%, S = 4096
+93% / 89%, S = 16384 (B = 1) 101% / 92%; d = 64, the same sizes, 84% / 86%, 84% / 87%, 85% / 87%
+(134% / 134% of flash SDPA at S = 4096). A causal unit of at most 8 key tiles (S = 1024) spends a larger
+share in its prologue and its masked diagonal tile.
 """),
         tests(r"""
 grader.speed(launch_f3, P.flash3, points=3)
@@ -275,32 +291,45 @@ The same source with each switch off, at d = 128, S = 4096, each against cuDNN i
 with flash SDPA (FA2, chapter 04's peer) as the last row. Without a Hopper GPU: the reference's
 recorded run.
 
-**Measured** (H100, 2026-11-24, run 2, % of cuDNN non-causal / causal, heads one at a time):
+**Measured** (H100, 2026-11-24, run 4, % of cuDNN non-causal / causal, each beside cuDNN in the same
+process):
 
 | version | non-causal | causal |
 |---|---|---|
-| reference: WS + ping-pong + overlap, persistent | 90% | 85% |
-| without warp specialization | 69% | 63% |
-| without ping-pong | 90% | 86% |
-| without the intra-warpgroup overlap | 87% | 83% |
-| without both | 89% | 85% |
-| the first version: one CTA per unit, not persistent | 86% | 88% |
+| reference: WS + ping-pong + overlap, ring of 3, persistent | 94% | 89% |
+| without warp specialization | 71% | 67% |
+| without ping-pong | 94% | 90% |
+| without the intra-warpgroup overlap | 91% | 88% |
+| without both | 91% | 88% |
+| ring of 2 slots, not 3 | 95% | 87% |
+| the first version: one CTA per unit, not persistent | 87% | 88% |
 
-What carries the kernel is **warp specialization** (+21 and +22 points): without a producer, thread 0
+What carries the kernel is **warp specialization** (+23 and +22 points): without a producer, thread 0
 of a consumer waits on an empty slot between its own wgmmas and both consumers stall behind it. The
-**persistent** loop adds 4 points non-causal (the next unit's Q and K land while the last unit
-finishes) and loses 3 causal: a static round robin of units of unequal length is less even than the
-hardware's own block scheduler, which the head groups above win back in part. The
-**intra-warpgroup overlap** is worth 2–3 points. **Ping-pong** is worth nothing here (within ±1): the
-two consumers already drift out of step, and the turn handshake costs about what it saves — unlike the
-FA3 paper's kernel, where it is one of the larger gains. Not profiled yet: where the last 10% against
-cuDNN goes (a first guess: the 4-byte stores of O, and the static schedule's tail).
+**persistent** loop adds 7 points non-causal (the next unit's Q and K land while the last unit
+finishes) and 1 causal. The **intra-warpgroup overlap**, now that it is in the machine code, is worth
+3 points non-causal and 1 causal. The **third slot** buys 2 points causal and costs 1 non-causal here;
+it mattered most before the turn was taken late: the overlap with 2 slots and the turn held through
+the rescale measured 89% / 79% against 93% / 88% with 3 (explore run 1). **Ping-pong** is worth
+nothing (within ±1): the two consumers drift out of step on their own, and the turn handshake costs
+about what it saves — unlike the FA3 paper's kernel, where it is one of the larger gains. At d = 64 the
+reference is at 84% / 88%, the non-persistent version at 80% / 80%.
+
+**Where the time goes** (Nsight Compute, clocks left alone, S = 4096, d = 128, the first version
+against cuDNN's kernel in the same process; `results/ch05/flash3_ncu_h100_2026-11-24_run1.csv`): the
+tensor pipe was busy 67% of the time non-causal and 62% causal, cuDNN's 76% and 69%; issue slots 42%
+busy (cuDNN 43%) and the MUFU pipe 35% (cuDNN 39%), so neither the instruction rate nor the
+exponential was the limit: the warps waited — on fixed latencies (`wait`: 1.5 warps stalled per issued
+instruction) and on long-latency results (`long scoreboard`, 0.65; in this loop, the mbarrier try-waits). With the overlap made real and 2 slots, the mbarrier
+stalls rose to 1.4 (non-causal) and 2.0 (causal) and the tensor pipe fell to 64% and 56%: the consumers
+waited for K and V, the reason for the third slot. The final version was not profiled.
 """),
         code(r"""
 configs = {"reference: WS + ping-pong + overlap": "flash3<F3<128, 1, 1, 1>>",
            "without warp specialization": "flash3<F3<128, 0, 1, 1>>",
            "without ping-pong": "flash3<F3<128, 1, 0, 1>>",
-           "without intra-warpgroup overlap": "flash3<F3<128, 1, 1, 0>>"}
+           "without intra-warpgroup overlap": "flash3<F3<128, 1, 1, 0>>",
+           "ring of 2 slots, not 3": "flash3<F3<128, 1, 1, 1, 2>>"}
 hopper = not grader.SIMULATOR and grader.device.info().compute_capability == (9, 0)
 versions, extra = {}, []
 if hopper:
@@ -389,10 +418,11 @@ rotation it stays at 3.2–3.5% up to 30× — no worse than without outliers �
   registers between threads), a scale per head for each operand applied back to S and O, and the
   Hadamard rotation of Q and K in a small kernel before it. Measure its error as above on the GPU,
   and its speed against this lesson's bf16 kernel (the course's goal: ≥ 1.3×).
-- **Persistent**: launch 132 CTAs that loop over (query block, head) tiles, longest first for causal,
-  so the producer loads the next tile's Q and K while the consumers finish the last one's epilogue.
-- **BN = 176** at d = 128 non-causal (FA3's choice): fewer, longer tiles; it needs the masks and the
-  P fragment for a tile that is not a power of two.
+- **BN = 176** at d = 128 non-causal (FA3's choice): fewer, longer tiles. Tried here: with S (88
+  floats), P (44 registers) and O (64 floats) live at once, ptxas serializes this kernel's wgmmas
+  (C7512) within the consumer's 240 registers; FA3 fits it with less bookkeeping per thread. At
+  S = 4096 the last of 24 tiles is also 73% padding.
+- **Loads in FA3's order**: K_{j+1} before V_j, so that a ring of 2 slots keeps a K tile ahead.
 - **TMA store of O** through shared memory (05.03's epilogue) instead of 4-byte stores.
 """),
     ]
