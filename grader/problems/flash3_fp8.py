@@ -62,11 +62,29 @@ def hadamard(d: int, rng) -> np.ndarray:
     return (h * rng.choice([-1.0, 1.0], d)[None, :] / math.sqrt(d)).astype(np.float32)
 
 
+_F16_TO_E4M3: np.ndarray | None = None
+
+
+def e4m3_fast(x: np.ndarray) -> np.ndarray:
+    """float32 (|x| ≤ 448) -> e4m3 bits through float16: one table lookup per element (65,536 entries,
+    each fp16 value rounded to nearest even by hopper_fp8.e4m3_encode) — ten times faster than
+    e4m3_encode on the benchmark's 2 × 10⁸ values. Rounding twice (to fp16's 11 bits, then to 4) differs
+    from rounding once where the first rounding lands exactly on an e4m3 tie: about one value in 250
+    moves by one e4m3 step (used above 2^20 values only). The reference decodes whatever codes the
+    inputs hold, so this changes what the inputs are, never whether a kernel is right."""
+    global _F16_TO_E4M3
+    if _F16_TO_E4M3 is None:
+        half = np.arange(65536, dtype=np.uint16).view(np.float16).astype(np.float32)
+        _F16_TO_E4M3 = e4m3_encode(np.nan_to_num(half, nan=0.0, posinf=E4M3_MAX, neginf=-E4M3_MAX))
+    return _F16_TO_E4M3[np.asarray(x, np.float32).astype(np.float16).view(np.uint16)]
+
+
 def quantize_heads(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(B, H, ..., ...) float32 -> (e4m3 bits, fp32 scales (B, H)): one scale per head, max |x| → 448."""
     amax = np.abs(x).reshape(x.shape[0], x.shape[1], -1).max(axis=2) if x.size else np.zeros(x.shape[:2], np.float32)
     s = np.where(amax > 0, amax / np.float32(E4M3_MAX), np.float32(1.0)).astype(np.float32)
-    return e4m3_encode(x / s[:, :, None, None]), s
+    y = x / s[:, :, None, None]
+    return (e4m3_fast(y) if y.size > 1 << 20 else e4m3_encode(y)), s
 
 
 def prepare_fp8(q, k, v, rng, rotate: bool = True) -> dict:
