@@ -5,7 +5,8 @@
 #   3. accuracy against float64 of the unrounded inputs (bf16 SDPA, FP8 with and without the rotation);
 #   4. timing: FP8 against cuDNN SDPA bf16 and against 05.05's bf16 kernel, same process;
 #   5. the FP8 lesson through the judge (scoreboard --in-notebook; the chapter's other lessons removed).
-# SKIP="4 5" skips steps; per-step timeouts CHECK_S, WRONG_S, ACC_S, TIME_S, NB_S (seconds).
+# SKIP="4 5" skips steps; per-step timeouts CHECK_S, WRONG_S, ACC_S, TIME_S, NB_S (seconds). The judge's run (5)
+# needs more than 105 s (run 4 was cut there: the benchmark inputs' quantization, since made 4x faster).
 # Usage: bash dev/ch05_hopper/fp8attn_gpu.sh OUTDIR
 set -u
 out=$1
@@ -40,10 +41,8 @@ if [[ $skip != *" 4 "* ]]; then
 fi
 if [[ $skip != *" 5 "* ]]; then
   echo "== 5. scoreboard (lesson 05 fp8)" | tee -a "$log"
-  find solutions/05_hopper_blackwell course/05_hopper_blackwell -name "0[1234]_*.ipynb" -delete
-  find solutions/05_hopper_blackwell course/05_hopper_blackwell -name "05_flash3.ipynb" -delete
-  find solutions/05_hopper_blackwell course/05_hopper_blackwell -name "06_*.ipynb" -delete
-  /usr/bin/time -f "scoreboard: %e s wall" timeout "${NB_S:-200}" python3 -m grader scoreboard 05_hopper_blackwell \
+  find solutions/05_hopper_blackwell course/05_hopper_blackwell -name "*.ipynb" ! -name "05_flash3_fp8.ipynb" -delete
+  /usr/bin/time -f "scoreboard: %e s wall" timeout "${NB_S:-240}" python3 -m grader scoreboard 05_hopper_blackwell \
     --in-notebook --out "$out" > "$out/scoreboard_ch05_fp8.log" 2>&1
   tail -15 "$out/scoreboard_ch05_fp8.log" | tee -a "$log"
 fi
