@@ -306,7 +306,6 @@ def accuracy(launch, sizes=(Attn(1, 4, 1024, 128),), factors=(1.0, 30.0), seed: 
     (torch). On a GPU. Returns {(label, factor): rms error}."""
     import torch
 
-    from ..arrays import as_torch  # noqa: F401  (torch is there)
     out = {}
     for s in sizes:
         for f in factors:
