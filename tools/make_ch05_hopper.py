@@ -11,10 +11,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tools.ch05_hopper import l01_tma, l02_wgmma, l03_pipelines, l04_fp8, l04_schedules, l05_flash3, l06_blackwell  # noqa: E402
+from tools.ch05_hopper import l01_tma, l02_wgmma, l03_pipelines, l04_fp8, l04_schedules, l05_flash3, l05_flash3_fp8, l06_blackwell  # noqa: E402
 from tools.nbbuild import write_chapter  # noqa: E402
 
-LESSONS = [l01_tma, l02_wgmma, l03_pipelines, l04_schedules, l04_fp8, l05_flash3, l06_blackwell]
+LESSONS = [l01_tma, l02_wgmma, l03_pipelines, l04_schedules, l04_fp8, l05_flash3, l05_flash3_fp8, l06_blackwell]
 
 
 def main() -> None:

@@ -1,0 +1,147 @@
+"""Lesson 05.05's FP8 part (FP8 attention) on a Hopper GPU: checked, wrong kernels run, accuracy, timed.
+
+    python dev/ch05_hopper/fp8attn_gpu.py check          # the reference at every visible and hidden size
+    python dev/ch05_hopper/fp8attn_gpu.py wrong NAME     # one mistake of tests/wrong/ch05_flash3_fp8.py: caught?
+    python dev/ch05_hopper/fp8attn_gpu.py accuracy       # rms error against float64 of the unrounded inputs
+    python dev/ch05_hopper/fp8attn_gpu.py time           # FP8 against cuDNN SDPA bf16 and 05.05's bf16 kernel
+
+The FP8 kernel comes from solutions/05_hopper_blackwell/05_flash3_fp8.ipynb (cell v_flash3_fp8), or from
+tools/ch05_hopper/flash3_fp8_cell.cu before the notebook exists; 05.05's bf16 kernel from its notebook.
+Correctness is grader.check; timing grader.measure, every figure of one size in one process.
+fp8attn_gpu.sh runs each step in its own process with a timeout.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("GRADER_TEST_GPU", "1")    # tests.cells imports tests.conftest: no simulator here
+
+import grader  # noqa: E402
+from grader.check import CheckFailed, check  # noqa: E402
+from grader.notebooks import cell_source  # noqa: E402
+from grader.problems import flash3 as F3  # noqa: E402
+from grader.problems import flash3_fp8 as P  # noqa: E402
+from grader.problems.attention import Attn  # noqa: E402
+from tests.cells import compile_cell  # noqa: E402
+
+NB = ROOT / "solutions" / "05_hopper_blackwell" / "05_flash3_fp8.ipynb"
+CELL = ROOT / "tools" / "ch05_hopper" / "flash3_fp8_cell.cu"
+REF = "flash3_fp8<F8<0, 0, 1>>"
+VARIANTS = {"reference: no ping-pong, rescale always, tree (F8<0, 0, 1>)": "flash3_fp8<F8<0, 0, 1>>",
+            "with ping-pong (F8<1, 0, 1>)": "flash3_fp8<F8<1, 0, 1>>",
+            "lazy rescale (F8<0, 1, 1>)": "flash3_fp8<F8<0, 1, 1>>",
+            "ping-pong and lazy rescale (F8<1, 1, 1>)": "flash3_fp8<F8<1, 1, 1>>",
+            "first version: ping-pong, rescale always, one chain (F8<1, 0, 0>)": "flash3_fp8<F8<1, 0, 0>>"}
+
+
+def source() -> str:
+    try:
+        return cell_source(NB, "v_flash3_fp8") if NB.exists() else CELL.read_text()
+    except ImportError:                       # no nbformat (the image's Python without the course's wheels)
+        return CELL.read_text()
+
+
+def fp8_module(src=None, name="f8"):
+    return compile_cell(src or source(), name)
+
+
+def bf16_launch():
+    src = (ROOT / "tools" / "ch05_hopper" / "flash3_cell.cu").read_text()   # what 05_flash3.ipynb is made from
+    m = compile_cell(src, "f3", only="flash3<F3<128, 1, 1, 1>>")
+    return F3.flash3_launch(m["flash3<F3<128, 1, 1, 1>>"])
+
+
+def do_check():
+    m = fp8_module()
+    ok = True
+    few = [Attn(1, 2, 2000, 128, kind="growing"), Attn(1, 3, 2500, 128, causal=True, kind="growing"),
+           Attn(1, 2, 1000, 128, kind="large"), Attn(1, 2, 1000, 128, Sk=65), Attn(1, 1, 4096, 128, causal=True, kind="outlier")]
+    for label, kern in [("reference", REF)] + [(k, v) for k, v in VARIANTS.items() if v != REF]:
+        launch = P.flash3_fp8_launch(m[kern])
+        sizes = list(P.FP8_GPU) + list(P.FP8_HIDDEN) if kern == REF else few
+        for s in sizes:
+            try:
+                check(launch, P.flash3_fp8, sizes=[s], seed=1234, quiet=True)
+                print(f"  {label}: {s.describe()}: passed")
+            except CheckFailed as e:
+                ok = False
+                print(f"  {label}: {s.describe()}: FAILED: {str(e)[:600]}")
+    if ok:
+        print("CHECK: the reference passed")
+
+
+def do_wrong(mistake):
+    from tests.wrong import ch05_flash3_fp8 as W
+
+    m = fp8_module(W.cpp_variant(source(), W.FP8_MISTAKES[mistake]), "wrong")
+    launch = P.flash3_fp8_launch(m[REF])
+    try:
+        check(launch, P.flash3_fp8, sizes=[Attn(1, 2, 1000, 128, kind="large"), Attn(2, 3, 1000, 128)], seed=7, quiet=True)
+        print(f"RESULT {mistake}: NOT caught (passed)")
+    except CheckFailed as e:
+        print(f"RESULT {mistake}: caught: {str(e).splitlines()[0][:200]} | {' '.join(str(e).splitlines()[1:3])[:300]}")
+
+
+def do_accuracy():
+    m = fp8_module()
+    launch = P.flash3_fp8_launch(m[REF])
+    res = P.accuracy(launch, sizes=(Attn(1, 4, 1024, 128),), factors=(1.0, 3.0, 10.0, 30.0, 100.0))
+    labels = sorted({k[0] for k in res})
+    factors = sorted({k[1] for k in res})
+    print("ACCURACY rms error of O vs float64 of the unrounded inputs, % (B=1 H=4 S=1024 d=128; bound "
+          f"{100 * P.ACCURACY_BOUND:.1f}%)")
+    print("ACCURACY outlier factor: " + "  ".join(f"{f:6g}" for f in factors))
+    for lab in labels:
+        print(f"ACCURACY {lab:28s}" + "  ".join(f"{100 * res[(lab, f)]:6.2f}" for f in factors))
+
+
+def do_time(what="all"):
+    from grader.speed import measure
+
+    m = fp8_module()
+    b16 = bf16_launch()
+    if what == "variants":                       # each switch setting, non-causal and causal, vs cuDNN and 05.05's bf16
+        for causal in (False, True):
+            prob = P.flash3_fp8_causal if causal else P.flash3_fp8
+            for label, kern in VARIANTS.items():
+                if causal and "first" not in label and "reference" not in label:
+                    continue
+                r = measure(P.flash3_fp8_launch(m[kern]), prob, label, peer=P.fa3_bf16(b16, causal))
+                print(f"TIME {prob.bench_size.describe()} {label}: {r.value:.1f} TFLOP/s = {r.fraction:.3f}x "
+                      f"{r.peer_name} ({r.peer_value:.1f})", flush=True)
+            r = measure(P.flash3_fp8_launch(m[REF]), prob, "reference")
+            print(f"TIME {prob.bench_size.describe()} reference: {r.value:.1f} TFLOP/s = {100 * r.fraction:.1f}% of "
+                  f"{r.peer_name} ({r.peer_value:.1f})", flush=True)
+        return
+    f8 = P.flash3_fp8_launch(m[REF])
+    for causal in (False, True):
+        prob = P.flash3_fp8_causal if causal else P.flash3_fp8
+        size = prob.bench_size
+        r = measure(f8, prob, "fp8 ref", size=size)
+        print(f"TIME {size.describe()}: FP8 {r.value:.1f} TFLOP/s, {r.peer_name} {r.peer_value:.1f}: "
+              f"{100 * r.fraction:.1f}%", flush=True)
+        rb = measure(f8, prob, "fp8 vs bf16", size=size, peer=P.fa3_bf16(b16, causal))
+        print(f"TIME {size.describe()}: FP8 {rb.value:.1f} TFLOP/s, {rb.peer_name} {rb.peer_value:.1f}: "
+              f"{rb.fraction:.3f}x", flush=True)
+    for S in (1024, 16384):
+        size = Attn(16384 // S, 32, S, 128)          # B·H·S = 2^19, as 05.05's sweep
+        r = measure(f8, P.flash3_fp8, "fp8 sweep", size=size)
+        print(f"TIME {size.describe()}: FP8 {r.value:.1f} TFLOP/s, {100 * r.fraction:.1f}% of {r.peer_name} "
+              f"{r.peer_value:.1f}", flush=True)
+
+
+if __name__ == "__main__":
+    what = sys.argv[1]
+    try:
+        if what == "time":
+            do_time(*sys.argv[2:3])
+        else:
+            {"check": do_check, "accuracy": do_accuracy}.get(what, lambda: do_wrong(sys.argv[2]))()
+    except Exception:
+        traceback.print_exc()
+    sys.stdout.flush()

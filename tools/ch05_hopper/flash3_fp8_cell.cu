@@ -1,0 +1,336 @@
+%%cuda f8 --arch sm_90a -k "flash3_fp8<F8<0, 0, 1>>" -k "flash3_fp8<F8<1, 0, 1>>" -k "flash3_fp8<F8<0, 1, 1>>" -k "flash3_fp8<F8<1, 1, 1>>" -k "flash3_fp8<F8<1, 0, 0>>"
+#include "course.cuh"      // the launch contract, smem_u32
+#include "tma.cuh"         // TensorMap, mbarrier
+#include "wgmma.cuh"       // smem descriptors, wgmma fence/commit/wait, wgmma m64n128k32 e4m3 (A and B in shared memory)
+#include "pipeline.cuh"    // setmaxnreg, the bounded wait, mbar_arrive
+#include "attention.cuh"   // ex2, quad_max / quad_sum, ref_point, bf16_t (chapter 04)
+#include "flash3.cuh"      // the 3-D TMA load (05.05's bf16 part)
+#include "flash3_fp8.cuh"  // pack_e4m3x2, wgmma m64n128k32 e4m3 with A from registers
+using course::TensorMap;
+using namespace attn;
+
+// O (B, H, Sq, 128) bf16 = softmax(Q Kᵀ · qd · kd / √d [+ causal mask]) V · vd, from e4m3 inputs:
+//   Q (B, H, Sq, 128) and K (B, Hkv, Sk, 128), row-major; V stored TRANSPOSED, Vt (B, Hkv, 128, Sk_pad)
+//   (Sk_pad = Sk rounded up to 16: TMA's 16-byte row pitch; the tensor map stops at Sk, so what the
+//   padding holds is never read); qd (B, H), kd and vd (B, Hkv): fp32 descales, one per head.
+// 05.05's bf16 kernel with FP8 operands: persistent, a producer warpgroup streaming K and Vt tiles of
+// 128 keys through a ring of STAGES slots, two consumer warpgroups of 64 query rows, the intra-warpgroup
+// overlap (ping-pong is a switch, off in the reference: measured slower here). What changes:
+//   * S = Q Kᵀ: 4 wgmma m64n128k32 e4m3 (both K-major, as 05.04's GEMM): rows of 128 bytes, +32 per k32;
+//   * O += P V: FP8 wgmma reads B only K-major, i.e. V as (d, keys) with keys contiguous: Vt's tile
+//     (128 rows of d × 128 keys) is exactly that. P comes from registers, rounded to e4m3 and moved
+//     between the four lanes of a quad into the A fragment's places (to_a_fragment, below);
+//   * the descales: qd · kd joins the softmax's scale, vd multiplies O in the epilogue;
+//   * P is computed as 2^(s − max + 8): its largest value is 256, so that the probabilities down to
+//     2^-14 of the max stay normal e4m3 numbers (relative error ≤ 2^-4); l sums the same values, the 2^8
+//     cancels in O / l.
+//   * LAZY: the running max moves (and O, l are rescaled) only when a row's new max exceeds it by more
+//     than LAZY_GAP = log2(448 / 256): below that P stays ≤ 448, still an e4m3 number (FA4's conditional
+//     rescaling, made safe by P's headroom); the decision is per warp, so a warp skips its 64 FMULs;
+//   * TREE: the row max and sum over a thread's 32 values in four independent chains, not one.
+// The reference is F8<0, 0, 1>; the others are the ablation's (results/ch05/fp8attn_variants_*).
+template <int PINGPONG_, int LAZY_, int TREE_>
+struct F8 {
+  static constexpr int D = 128, BM = 128, BN = 128, STAGES = 4;
+  static constexpr bool PINGPONG = PINGPONG_, LAZY = LAZY_, TREE = TREE_;
+  static constexpr float LAZY_GAP = 0.8f;                        // < log2(448 / 256) = 0.807
+  static constexpr int CONSUMERS = 2, THREADS = 384;
+  static constexpr int Q_BYTES = BM * D, KV_BYTES = BN * D;      // one byte an element: 16 KiB a tile
+  static constexpr int SMEM_BYTES = Q_BYTES + 2 * STAGES * KV_BYTES + 1024;   // + 1 KiB to align to the swizzle
+  static constexpr int PRODUCER_REGS = 24, CONSUMER_REGS = 240;
+  static constexpr int TILE_M = BM, TILE_N = BN, TILE_K = D;     // the launch contract (course.cuh)
+  static constexpr float P_SHIFT = 8.f;                          // P's largest value: 2^8
+};
+
+template <class C>
+__global__ void __launch_bounds__(C::THREADS, 1)
+flash3_fp8(const __grid_constant__ TensorMap q_map,    // Q as (B·H, Sq, 128) bytes: boxes of 128 × BM rows × 1 head
+           const __grid_constant__ TensorMap k_map,    // K as (B·Hkv, Sk, 128): boxes of 128 × BN rows
+           const __grid_constant__ TensorMap vt_map,   // Vt as (B·Hkv, 128, Sk): boxes of BN keys × 128 rows of d
+           const float* __restrict__ qd, const float* __restrict__ kd, const float* __restrict__ vd,
+           bf16_t* __restrict__ O, int Sq, int Sk, int B, int H, int Hkv, int group, float scale_log2, int causal) {
+  constexpr int D = C::D, BM = C::BM, BN = C::BN, S = C::STAGES;
+  extern __shared__ unsigned char smem_raw[];
+  __shared__ unsigned long long q_full, q_empty, k_full[S], k_empty[S], v_full[S], v_empty[S], turn[2];
+  unsigned char* q_tile = smem_raw + ((1024 - (course::smem_u32(smem_raw) & 1023)) & 1023);
+  auto k_slot = [&](int s) { return q_tile + C::Q_BYTES + s * C::KV_BYTES; };
+  auto v_slot = [&](int s) { return q_tile + C::Q_BYTES + (S + s) * C::KV_BYTES; };
+
+  // Work units as in 05.05's bf16 kernel: BM query rows of one (batch, head), `group` heads at a time.
+  const int mblocks = (Sq + BM - 1) / BM, units = mblocks * H * B;
+  struct Unit { int r0, qh, kh, n_tiles; };
+  auto unit = [&](int u) {
+    const int g = u / (group * mblocks), gs = min(group, H * B - g * group), idx = u - g * group * mblocks;
+    const int lvl = idx / gs, hb = g * group + idx % gs, h = hb % H, b = hb / H;
+    const int mb = causal ? mblocks - 1 - lvl : lvl;
+    const int r0 = mb * BM, kv_end = causal ? min(Sk, r0 + BM) : Sk;
+    return Unit{r0, b * H + h, b * Hkv + h / (H / Hkv), (kv_end + BN - 1) / BN};
+  };
+
+  if (threadIdx.x == 0) {
+    course::prefetch_tensormap(&q_map);
+    course::prefetch_tensormap(&k_map);
+    course::prefetch_tensormap(&vt_map);
+    course::mbar_init(&q_full, 1);
+    course::mbar_init(&q_empty, C::CONSUMERS);
+    for (int s = 0; s < S; ++s) {
+      course::mbar_init(&k_full[s], 1);
+      course::mbar_init(&v_full[s], 1);
+      course::mbar_init(&k_empty[s], C::CONSUMERS);
+      course::mbar_init(&v_empty[s], C::CONSUMERS);
+    }
+    course::mbar_init(&turn[0], 4);
+    course::mbar_init(&turn[1], 4);
+    course::fence_mbarrier_init();
+  }
+  __syncthreads();
+
+  const int wg = threadIdx.x / 128 - 1;                  // consumer index 0, 1; -1: the producer
+  if (wg < 0) {
+    // ---------------------------------------------------------------- the producer warpgroup
+    course::setmaxnreg_dec<C::PRODUCER_REGS>();
+    if (threadIdx.x == 0 && Sk > 0) {
+      int it = 0, tq = 0;
+      for (int u = blockIdx.x; u < units; u += gridDim.x, ++tq) {
+        const Unit w = unit(u);
+        course::mbar_wait_or_trap(&q_empty, (tq & 1) ^ 1);
+        course::mbar_arrive_expect_tx(&q_full, C::Q_BYTES);
+        course::tma_load_3d(q_tile, &q_map, 0, w.r0, w.qh, &q_full);
+        for (int j = 0; j < w.n_tiles; ++j, ++it) {
+          const int s = it % S, parity = ((it / S) & 1) ^ 1;
+          course::mbar_wait_or_trap(&k_empty[s], parity);
+          course::mbar_arrive_expect_tx(&k_full[s], C::KV_BYTES);
+          course::tma_load_3d(k_slot(s), &k_map, 0, j * BN, w.kh, &k_full[s]);
+          course::mbar_wait_or_trap(&v_empty[s], parity);
+          course::mbar_arrive_expect_tx(&v_full[s], C::KV_BYTES);
+          course::tma_load_3d(v_slot(s), &vt_map, j * BN, 0, w.kh, &v_full[s]);   // keys j·BN …, all 128 rows of d
+        }
+      }
+    }
+    return;
+  }
+  // ---------------------------------------------------------------- the consumer warpgroups
+  course::setmaxnreg_inc<C::CONSUMER_REGS>();
+  const int tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32, quad = lane % 4;
+  const int rows = 64 * wg + 16 * warp + lane / 4;      // this thread's rows of a unit: rows and rows + 8
+  if (Sk == 0) {                                        // no key: O = 0
+    for (int u = blockIdx.x; u < units; u += gridDim.x) {
+      const Unit w = unit(u);
+#pragma unroll
+      for (int i = 0; i < D / 2; i += 2) {
+        const int row = w.r0 + rows + 8 * ((i >> 1) & 1);
+        if (row < Sq) *reinterpret_cast<unsigned*>(O + ((size_t)w.qh * Sq + row) * D + course::wgmma_acc_col(i)) = 0u;
+      }
+    }
+    return;
+  }
+  const bool signaller = tid == 0;
+
+  int turns = 0;
+  auto my_turn = [&] {
+    if constexpr (C::PINGPONG) course::mbar_wait_or_trap(&turn[wg], turns & 1);
+    ++turns;
+  };
+  auto pass_turn = [&] {
+    if constexpr (C::PINGPONG) {
+      if (lane == 0) course::mbar_arrive(&turn[wg ^ 1]);
+    }
+  };
+  if (C::PINGPONG && wg == 1) pass_turn();
+
+  constexpr int NS = BN / 2, NO = D / 2;
+  float s_acc[NS], o_acc[NO];
+  unsigned p[BN / 8];                                    // P in e4m3, four to a register, in the A fragment's places
+  float m[2], l[2];
+  float sc_log2 = 0.f;                                   // the unit's scale of S: log2(e) / √d · qd · kd
+  Unit w;
+  int it = 0;
+
+  auto issue_qk = [&](int j) {                           // S = Q K_jᵀ: 4 wgmma m64n128k32, +32 bytes a step
+    const unsigned qa = course::smem_u32(q_tile) + wg * 64 * 128, kb = course::smem_u32(k_slot((it + j) % S));
+#pragma unroll
+    for (int kk = 0; kk < D / 32; ++kk)
+      course::wgmma_e4m3(s_acc, course::make_smem_desc(qa + 32 * kk, 16, 1024, course::DESC_SWIZZLE_128B),
+                         course::make_smem_desc(kb + 32 * kk, 16, 1024, course::DESC_SWIZZLE_128B), kk > 0 ? 1 : 0);
+  };
+  auto issue_pv = [&](int j) {                           // O += P V_j: 4 wgmma m64n128k32, A = P from registers
+    const unsigned vb = course::smem_u32(v_slot((it + j) % S));
+#pragma unroll
+    for (int kk = 0; kk < BN / 32; ++kk) {
+      const unsigned a[4] = {p[4 * kk], p[4 * kk + 1], p[4 * kk + 2], p[4 * kk + 3]};
+      course::wgmma_m64n128k32_rs_e4m3(o_acc, a, course::make_smem_desc(vb + 32 * kk, 16, 1024, course::DESC_SWIZZLE_128B));
+    }
+  };
+  auto release = [&](unsigned long long* bar) {
+    if (signaller) course::mbar_arrive(bar);
+  };
+
+  auto softmax = [&](int j, float (&alpha)[2]) -> bool {   // true: O and l must be rescaled by alpha
+    const bool masked = j * BN + BN > Sk || (causal && j * BN + BN - 1 > w.r0 + 64 * wg);
+    if (masked) {
+#pragma unroll
+      for (int i = 0; i < NS; ++i) {
+        const int col = j * BN + course::wgmma_acc_col(i), row = w.r0 + rows + 8 * ((i >> 1) & 1);
+        if (col >= Sk || (causal && col > row)) s_acc[i] = -INFINITY;
+      }
+    }
+    constexpr int CH = C::TREE ? 4 : 1;                  // independent chains per row
+    float mc[2][CH];
+#pragma unroll
+    for (int c = 0; c < CH; ++c) mc[0][c] = mc[1][c] = -INFINITY;
+#pragma unroll
+    for (int i = 0; i < NS; ++i) mc[(i >> 1) & 1][(i >> 2) % CH] = fmaxf(mc[(i >> 1) & 1][(i >> 2) % CH], s_acc[i]);
+    float mx[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float v = mc[r][0];
+#pragma unroll
+      for (int c = 1; c < CH; ++c) v = fmaxf(v, mc[r][c]);
+      mx[r] = fmaxf(m[r], quad_max(v) * sc_log2);        // sc_log2 > 0: the max of the scaled scores
+    }
+    bool move = true;
+    if constexpr (C::LAZY) move = __any_sync(0xffffffffu, mx[0] > m[0] + C::LAZY_GAP || mx[1] > m[1] + C::LAZY_GAP);
+    float ref[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const float keep = move ? mx[r] : m[r];
+      ref[r] = ref_point(keep);
+      alpha[r] = move ? ex2(m[r] - ref[r]) : 1.f;        // 0 while the row had no score (m = -inf)
+      m[r] = keep;
+      ref[r] -= C::P_SHIFT;                              // P = 2^(s − m + 8): at most 256 (448 with LAZY)
+    }
+    float sc[2][CH];
+#pragma unroll
+    for (int c = 0; c < CH; ++c) sc[0][c] = sc[1][c] = 0.f;
+#pragma unroll
+    for (int i = 0; i < NS; ++i) {
+      s_acc[i] = ex2(fmaf(s_acc[i], sc_log2, -ref[(i >> 1) & 1]));
+      sc[(i >> 1) & 1][(i >> 2) % CH] += s_acc[i];
+    }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float sum = sc[r][0];
+#pragma unroll
+      for (int c = 1; c < CH; ++c) sum += sc[r][c];
+      l[r] = move ? l[r] * alpha[r] + sum : l[r] + sum;
+    }
+    return move;
+  };
+  auto rescale_o = [&](const float (&alpha)[2]) {
+#pragma unroll
+    for (int i = 0; i < NO; ++i) o_acc[i] *= alpha[(i >> 1) & 1];
+  };
+  // P (fp32, S's accumulator places) -> e4m3 in the A fragment's places, 32 keys (one k32 step) at a time.
+  // For keys 32kk … 32kk + 31, lane q of a quad holds, in rows g and g + 8, the columns 8c + 2q and
+  // 8c + 2q + 1 (c = 0 … 3): elements 16kk + 4c + {0, 1} (row g) and + {2, 3} (row g + 8). Rounded,
+  // those make r[c] = {row g pair, row g + 8 pair}. The A fragment wants in lane q' the columns 4q' … 4q' + 3
+  // (a[0], a[1]) and 16 + 4q' … (a[2], a[3]): the pairs of lanes e = 2(q' % 2) and e + 1 from block
+  // c = q' / 2 (and 2 + q' / 2). Two shuffles a half: in the first every lane sends r[0] if it is even and
+  // r[1] if odd (the second: the other one), and lane q' reads lane e + q'/2, then lane e + 1 − q'/2.
+  auto to_a_fragment = [&] {
+    const int base = lane & ~3, odd = quad & 1, hi = quad >> 1;
+    const int src1 = base + 2 * odd + hi, src2 = base + 2 * odd + 1 - hi;
+#pragma unroll
+    for (int kk = 0; kk < BN / 32; ++kk) {
+      unsigned r[4];
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const int i = 16 * kk + 4 * c;
+        r[c] = course::pack_e4m3x2(s_acc[i], s_acc[i + 1]) | (course::pack_e4m3x2(s_acc[i + 2], s_acc[i + 3]) << 16);
+      }
+      // BEGIN SOLUTION
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {                      // h = 0: columns 0 … 15 (a[0], a[1]); 1: 16 … 31
+        const unsigned even_first = (quad & 1) ? r[2 * h + 1] : r[2 * h], odd_first = (quad & 1) ? r[2 * h] : r[2 * h + 1];
+        const unsigned x1 = __shfl_sync(0xffffffffu, even_first, src1), x2 = __shfl_sync(0xffffffffu, odd_first, src2);
+        const unsigned e = hi ? x2 : x1, o = hi ? x1 : x2;   // from lane e (columns 4q', 4q'+1) and e + 1
+        p[4 * kk + 2 * h] = __byte_perm(e, o, 0x5410);       // row g:     e's low pair, o's low pair
+        p[4 * kk + 2 * h + 1] = __byte_perm(e, o, 0x7632);   // row g + 8: their high pairs
+      }
+      // END SOLUTION
+    }
+  };
+
+  int tq = 0;
+  for (int u = blockIdx.x; u < units; u += gridDim.x, ++tq) {
+    w = unit(u);
+    const int n = w.n_tiles;
+    // BEGIN SOLUTION
+    sc_log2 = scale_log2 * __ldg(qd + w.qh) * __ldg(kd + w.kh);
+    // END SOLUTION
+    const float v_scale = __ldg(vd + w.kh);
+#pragma unroll
+    for (int i = 0; i < NO; ++i) o_acc[i] = 0.f;
+    m[0] = m[1] = -INFINITY;
+    l[0] = l[1] = 0.f;
+    course::mbar_wait_or_trap(&q_full, tq & 1);
+    float alpha[2];
+    course::mbar_wait_or_trap(&k_full[it % S], (it / S) & 1);
+    my_turn();
+    course::wgmma_fence_operand(s_acc);
+    course::wgmma_fence();
+    issue_qk(0);
+    course::wgmma_commit();
+    pass_turn();
+    course::wgmma_wait<0>();
+    course::wgmma_fence_operand(s_acc);
+    release(&k_empty[it % S]);
+    if (n == 1) release(&q_empty);
+    softmax(0, alpha);                                   // O is zero: nothing to rescale
+    to_a_fragment();
+    for (int j = 1; j < n; ++j) {
+      const int s = (it + j) % S, sp = (it + j - 1) % S;
+      course::mbar_wait_or_trap(&k_full[s], ((it + j) / S) & 1);
+      course::mbar_wait_or_trap(&v_full[sp], ((it + j - 1) / S) & 1);
+      my_turn();
+      course::wgmma_fence_operand(s_acc);
+      course::wgmma_fence_operand(o_acc);
+      course::wgmma_fence();
+      issue_qk(j);
+      course::wgmma_commit();
+      issue_pv(j - 1);
+      course::wgmma_commit();
+      pass_turn();
+      course::wgmma_wait<1>();                           // S_j is done; P V_{j-1} may still run
+      course::wgmma_fence_operand(s_acc);
+      release(&k_empty[s]);
+      if (j == n - 1) release(&q_empty);
+      const bool move = softmax(j, alpha);
+      course::wgmma_wait<0>();
+      course::wgmma_fence_operand(o_acc);
+      release(&v_empty[sp]);
+      if (move) rescale_o(alpha);
+      to_a_fragment();
+    }
+    const int last = (it + n - 1) % S;
+    course::mbar_wait_or_trap(&v_full[last], ((it + n - 1) / S) & 1);
+    my_turn();
+    course::wgmma_fence_operand(o_acc);
+    course::wgmma_fence();
+    issue_pv(n - 1);
+    course::wgmma_commit();
+    pass_turn();
+    course::wgmma_wait<0>();
+    course::wgmma_fence_operand(o_acc);
+    release(&v_empty[last]);
+    it += n;
+
+    // The epilogue: O · vd / l, bf16 pairs straight to global memory.
+    float f[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const float lr = quad_sum(l[r]);
+      // BEGIN SOLUTION
+      f[r] = lr > 0.f ? v_scale / lr : 0.f;
+      // END SOLUTION
+    }
+    bf16_t* Oh = O + (size_t)w.qh * Sq * D;
+#pragma unroll
+    for (int i = 0; i < NO; i += 2) {
+      const int row = w.r0 + rows + 8 * ((i >> 1) & 1), col = course::wgmma_acc_col(i);
+      if (row < Sq)
+        *reinterpret_cast<unsigned*>(Oh + (size_t)row * D + col) =
+            course::pack_bf16x2(o_acc[i] * f[(i >> 1) & 1], o_acc[i + 1] * f[(i >> 1) & 1]);
+    }
+  }
+}
