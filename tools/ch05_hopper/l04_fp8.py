@@ -7,7 +7,7 @@ from tools.ch05_hopper import cell
 from tools.nbbuild import code, md, solution, tests
 
 NAME = "04_fp8.ipynb"
-KERNEL = "fp8_gemm<Fp8<128, 128, 6, 2, 8>>"
+KERNEL = "fp8_gemm<Fp8<128, 192, 4, 1, 8>>"
 
 
 def cells():
@@ -181,9 +181,10 @@ accumulator's length).
         solution(cell("fp8_cell.cu"), "v_fp8"),
         code(r"""
 # Tile, stages, cluster and threads come from the type; the launch function encodes A's map (128 × 128
-# e4m3 boxes), B's (64 × 128 with clusters of 2) and C's (64 × 64 bf16), and launches a persistent grid.
-launch_fp8 = P.fp8_gemm_launch(fp8["fp8_gemm<Fp8<128, 128, 6, 2, 8>>"])
-print("fp8_gemm<Fp8<128, 128, 6, 2, 8>> launches with", fp8["fp8_gemm<Fp8<128, 128, 6, 2, 8>>"].launch_shape)
+# e4m3 boxes), B's (192 × 128; 96 × 128 with clusters of 2) and C's (64 × 64 bf16), and launches a
+# persistent grid.
+launch_fp8 = P.fp8_gemm_launch(fp8["fp8_gemm<Fp8<128, 192, 4, 1, 8>>"])
+print("fp8_gemm<Fp8<128, 192, 4, 1, 8>> launches with", fp8["fp8_gemm<Fp8<128, 192, 4, 1, 8>>"].launch_shape)
 """, "launch_fp8"),
         md(r"""
 ### Graded without a GPU: the machine code
@@ -194,14 +195,13 @@ no spills; setmaxnreg in effect; the epilogue's proxy fence before its TMA store
 the only global loads (`LDG`) and there are no global stores of its own.
 """),
         tests(r"""
-sass.require(fp8, "fp8_gemm<Fp8<128, 128, 6, 2, 8>>",
-             present=["QGMMA.64x128x32.F32.E4M3.E4M3", "UTMALDG.2D.MULTICAST", "UTMASTG.2D", "SYNCS.PHASECHK",
-                      "UCGABAR_ARV", "UCGABAR_WAIT"],
+sass.require(fp8, "fp8_gemm<Fp8<128, 192, 4, 1, 8>>",
+             present=["QGMMA.64x192x32.F32.E4M3.E4M3", "UTMALDG.2D", "UTMASTG.2D", "SYNCS.PHASECHK", "BAR.ARV"],
              absent=["HGMMA", "HMMA", "STG", "LDL", "STL"], no_spills=True)
-sass.require_fence(fp8, "fp8_gemm<Fp8<128, 128, 6, 2, 8>>", writes="STS", fence="FENCE.VIEW.ASYNC.S", reader="UTMASTG")
-regs = sass.require_setmaxnreg(fp8, "fp8_gemm<Fp8<128, 128, 6, 2, 8>>", threads=384)
-print(f"✓ QGMMA 64x128x32 e4m3, multicast TMA loads, TMA stores, the cluster barrier; setmaxnreg in effect "
-      f"({regs['registers']} registers at entry); no spills")
+sass.require_fence(fp8, "fp8_gemm<Fp8<128, 192, 4, 1, 8>>", writes="STS", fence="FENCE.VIEW.ASYNC.S", reader="UTMASTG")
+regs = sass.require_setmaxnreg(fp8, "fp8_gemm<Fp8<128, 192, 4, 1, 8>>", threads=384)
+print(f"✓ QGMMA 64x192x32 e4m3, TMA loads and stores, the mbarrier waits, the consumers' turns; setmaxnreg "
+      f"in effect ({regs['registers']} registers at entry); no spills")
 """, "test_fp8_sass", 2),
         md(r"""
 ### On a GPU: correct
