@@ -103,12 +103,15 @@ TIMED = [LESSON, NO_TURNS, "fp8_gemm<Fp8<128, 192, 4, 2, 8>>", "fp8_gemm<Fp8<128
 
 
 def step_time(sizes) -> None:
-    mod = module(TIMED, "all")
-    cands = [(k, F.fp8_gemm_launch(mod[k])) for k in TIMED]
+    timed = os.environ["FP8_TIMED"].split(";") if os.environ.get("FP8_TIMED") else TIMED   # k;k;...
+    mod = module(timed, "all")
+    cands = [(k, F.fp8_gemm_launch(mod[k])) for k in timed]
     # beside them, in the same process: the ceiling (no promotion: wrong values, timing only; the
     # explorations' source) and, if FP8_PREV names it, the previous lesson cell's kernel
     ceiling = "fp8_gemm<Fp8<128, 192, 4, 1, 8, 1, 1>>"
     try:
+        if os.environ.get("FP8_NO_CEILING"):
+            raise RuntimeError("not asked for")
         src = (ROOT / "dev" / "ch05_hopper" / "fp8_explore.cu").read_text()
         cands.append((ceiling + " CEILING", F.fp8_gemm_launch(module([ceiling], "ceil", src)[ceiling])))
     except Exception as e:

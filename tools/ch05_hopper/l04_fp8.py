@@ -22,11 +22,15 @@ def cells():
   push everything else towards zero; DeepSeek-V3's scheme keeps one fp32 scale per row per
   128-wide block of K for the activations A (**1 × 128**) and one per **128 × 128** block for the
   weights B;
-- **FP8 wgmma**: `wgmma.mma_async …m64n128k32.f32.e4m3.e4m3` — k32 per instruction, both operands
-  **K-major** (B is the weight matrix as stored, (N, K)), `QGMMA` in the SASS;
+- **FP8 wgmma**: `wgmma.mma_async …m64n192k32.f32.e4m3.e4m3` — k32 per instruction, both operands
+  **K-major** (B is the weight matrix as stored, (N, K)), `QGMMA` in the SASS; N = 192 is not a power
+  of two, and a tile of 192 columns meets two of B's 128-wide scale blocks;
 - **promotion**: the tensor core's FP8 accumulator keeps fewer mantissa bits than fp32, so after
   each 128-wide k block the partial sums are scaled by their block's two scales and added to an
-  fp32 accumulator in registers — which is also where the block scales can be applied at all.
+  fp32 accumulator in registers — which is also where the block scales can be applied at all;
+- **registers past the launch count**: a partial and an fp32 sum of 64 × 192 each take 192 registers a
+  thread; `setmaxnreg` gives the consumers 232, and ptxas uses them — unless a `__trap()` sits in
+  their loop.
 
 **Builds on:** 05.02 (wgmma, descriptors, the accumulator fragment), 05.03 (the warp-specialized,
 persistent kernel with clusters: this lesson changes only its operands and its consumer's k step).
@@ -116,45 +120,63 @@ multiplied by its own scales before it joins the others:
 
 C[m, n] = Σ_kb  sa[m, kb] · sb[⌊n/128⌋, kb] · ( Σ_{k in block kb} A[m, k] · B[n, k] )
 
-The inner sum is what wgmma computes: four `m64n128k32` per 128-wide k tile, into a **partial**
+The inner sum is what wgmma computes: four `m64n192k32` per 128-wide k tile, into a **partial**
 accumulator (the first with scale-d = 0: it starts from zero). After `wgmma.wait_group 0` the
 consumer multiplies each partial by its row's A scale (a thread's fragment covers two rows, g and
-g + 8) and the tile's B scale, and adds it to a second, fp32, accumulator: 64 FMAs per thread per k
+g + 8) and its column's B scale, and adds it to a second, fp32, accumulator: 96 FMAs per thread per k
 tile. DeepSeek-V3 calls this **promotion** and does it for a second reason: on Hopper, FP8 wgmma's
 accumulator does not keep fp32's 23 mantissa bits (DeepSeek report about 14), so summing all of a
 long K inside the tensor core loses accuracy even with per-tensor scales. Here it never sums more
 than 128 products.
 
-**Registers.** 64 × 128 floats of partial and 64 × 128 of fp32 accumulator per consumer warpgroup:
-64 + 64 registers a thread. 05.03's 64 × 256 tile would need 256: this kernel uses 128 × 128 tiles
-(two consumer warpgroups of 64 × 128), so one B scale block covers a tile's columns.
+**Registers.** A consumer warpgroup owns 64 rows of the tile; with 192 columns its partial is
+64 × 192 floats and so is its fp32 sum: 96 + 96 registers a thread, before addresses, scales and loop
+counters. A block of 384 threads starts with 65536 / 384 → 168 registers a thread; `setmaxnreg`
+moves them at run time (the producer drops to 40, the two consumers rise to 232), and ptxas compiles
+the code after `setmaxnreg.inc` to that budget — this kernel's consumers use 212. One thing stops it:
+a `__trap()` inlined into the consumers' code (05.03's bounded wait, `course::mbar_wait_or_trap`,
+traps after about two seconds so that a wrong parity fails instead of hanging). With it, ptxas keeps
+the consumers within the 168 registers of launch time and spills (about 350 bytes a thread, in the
+k loop). The kernel's consumers therefore wait with `mbar_wait_lean`: the `try_wait` inline, the
+slow path with its clock and its trap in a `__noinline__` function — a call that is never made
+unless the data is late. (The previous version of this lesson took the spills for a hard limit of
+168 registers and stayed with 128 × 128 tiles; `tests/test_ch05_fp8.py` shows the spills coming back
+when the trap is inlined again.)
 
-**Napkin math.** At 8192³ the GEMM is 1.1 TFLOP of work; the tensor-wise cuBLAS peer reached 1481 TFLOP/s on
-an H100 (742 µs; this lesson's run). A 128 × 128 × 128 k tile is 4.2 MFLOP for 32 KiB of A and B (one byte
-each): at 11.3 TFLOP/s per SM that is 0.37 µs per tile, 89 GB/s per SM, 12 TB/s over 132 SMs from L2 —
-about what 05.03's bf16 kernel drew (FP8 halves the bytes of a tile, the tensor core doubles its rate). The promotion costs each consumer
-about 64 FMAs and a `wait_group 0` per 4 wgmmas: 0.37 µs of tensor work per k tile has to cover a
-warpgroup's drain and promotion, or the tensor core waits. Left alone, the two consumer warpgroups
-drift into step — both issue, both wait, both promote, and nothing runs on the tensor core meanwhile —
-so the kernel makes them **take turns** (below).
+**Napkin math.** At 8192³ the GEMM is 1.1 TFLOP of work; the tensor-wise cuBLAS peer runs at about
+1480 TFLOP/s on an H100 (about 740 µs), 11.2 TFLOP/s per SM. A 128 × 192 × 128 k tile is 6.3 MFLOP for
+40 KiB of A and B (one byte each): 0.56 µs per tile, 73 GB/s per SM, 9.6 TB/s over 132 SMs from L2
+(a 128 × 128 tile needs 12 TB/s for the same work). The promotion costs each consumer 96 FMAs and a
+`wait_group 0` per 4 wgmmas, and 0.56 µs of tensor work per k tile has to cover a warpgroup's drain
+and promotion, or the tensor core waits. Left alone, the two consumer warpgroups drift into step —
+both issue, both wait, both promote, and nothing runs on the tensor core meanwhile — so the kernel
+makes them **take turns** (below).
 """),
         md(r"""
 ## The kernel
 
-`fp8_gemm<Fp8<BM, BN, STAGES, CLUSTER, GROUP_M>>`: 05.03's kernel with FP8 operands. TILE_K = 128:
-one k tile is one scale block, and 128 e4m3 are exactly the 128-byte swizzle's span, so A's box is
-128 rows × 128 bytes and B's (N, K) box is 128 rows × 128 bytes too — **both K-major**, both described
-like 05.02's A (SBO 1024, the 128-byte swizzle; +32 bytes per k32 step). With clusters of 2, each CTA
-loads 64 of B's 128 rows and multicasts them. 6 slots of 32 KiB. The scales are read with `__ldg`
-(1/128 of A's bytes).
+`fp8_gemm<Fp8<BM, BN, STAGES, CLUSTER, GROUP_M>>`: 05.03's kernel with FP8 operands, here
+`Fp8<128, 192, 4, 1, 8>`. TILE_K = 128: one k tile is one scale block, and 128 e4m3 are exactly the
+128-byte swizzle's span, so A's box is 128 rows × 128 bytes and B's (N, K) box is 192 rows × 128
+bytes — **both K-major**, both described like 05.02's A (SBO 1024, the 128-byte swizzle; +32 bytes
+per k32 step). 4 slots of 40 KiB, and two 64 × 64 bf16 staging boxes per consumer for the epilogue's
+TMA stores. The scales are read with `__ldg` (1/128 of A's bytes). Clusters of 1: with clusters of 2
+(`Fp8<128, 192, 4, 2, 8>`, in the cell too) each CTA loads 96 of B's 192 rows and multicasts them, as
+in 05.03 — on this kernel that measured slower (below), so the reference does without.
+
+**Two B scale blocks per tile.** B's scales cover 128 columns; a tile of 192 starting at n0 (a
+multiple of 64) covers the columns before `split = 128 − n0 % 128` with block n0 / 128 and the rest
+with the next one. Elements 32q … 32q + 31 of a thread's fragment are columns 64q … 64q + 63
+(`wgmma_acc_col`), never across the boundary, so the promotion works out six scales per k tile —
+two rows × three 64-column chunks — and each FMA takes one of them.
 
 **What stands between two k tiles.** After `wait_group 0` a consumer has to promote before it can
 issue its next wgmmas, and everything else it does per k tile sits on that path too unless it is moved
 off: so the next k tile's scales are loaded, its slot and phase worked out and its full barrier waited
 on *while this k tile's wgmmas run*, and the descriptors are made once, for slot 0 (slot s's are
-s · 32 KiB further on: a descriptor holds the address / 16). The warpgroup index goes through
+s · 40 KiB further on: a descriptor holds the address / 16). The warpgroup index goes through
 `__shfl_sync` so the compiler knows it is the same in every lane and keeps the descriptor arithmetic
-in uniform registers. What is left after the wait is the slot's release and the 64 FMAs.
+in uniform registers. What is left after the wait is the slot's release and the 96 FMAs.
 
 **Turns** (`TURNS`, on by default; `Fp8<…, false>` turns them off). Consumer c waits on named barrier
 3 + c before it issues a k tile's four wgmmas and arrives on the other's barrier right after its
@@ -162,21 +184,18 @@ commit (`bar.sync` / `bar.arrive` with 256 threads: one warpgroup arrives, the o
 tensor core gets consumer 0's k tile, then consumer 1's, then 0's next — and each warpgroup's drain
 and promotion run while the tensor core works through the other's wgmmas. Consumer 1 arrives once
 first (consumer 0 starts) and skips its arrival after its very last k tile, so no arrival is left
-waiting when the kernel ends. Registers are what rule out the other overlap — a second partial, so a
-warpgroup's next wgmmas run during its own promotion: ptxas (nvcc 13.0) compiles the whole kernel
-within the 168 registers a thread of a 384-thread block has at launch, not the 232 that `setmaxnreg`
-gives the consumers at run time, and 64 × 128 of accumulator and partial already take 128 of them
-(a 64 × 192 consumer tile, 192 registers of the two, spilled).
+waiting when the kernel ends.
 
-### Exercise (about 8 lines in two places)
+### Exercise (about 11 lines in two places)
 
 1. The k tile's four `course::wgmma_e4m3(part, da + 32k, db + 32k, scale_d)`: `scale_d` 0 for the
    first (a fresh partial), 1 for the others; 3 lines.
-2. The promotion: multiply `scale_lo` and `scale_hi` (the A scales of this thread's two rows) by
-   `scale_b`, then `acc[i] += part[i] · (i & 2 ? scale_hi : scale_lo)` for every i; about 5 lines.
+2. The promotion: for each 64-column chunk q, its B scale (`scale_b` if 64q < `split`, else
+   `scale_b2`) times `scale_lo` and `scale_hi` (the A scales of this thread's two rows), then
+   `acc[i] += part[i] · (i & 2 ? s_hi[i / 32] : s_lo[i / 32])` for every i; about 8 lines.
 
-The wrappers are in `grader/include/wgmma.cuh` (`wgmma_e4m3` picks m64n128k32 or m64n256k32 from the
-accumulator's length).
+The wrappers are in `grader/include/wgmma.cuh` (`wgmma_e4m3` picks m64n128k32, m64n192k32 or
+m64n256k32 from the accumulator's length).
 """),
         solution(cell("fp8_cell.cu"), "v_fp8"),
         code(r"""
@@ -189,10 +208,11 @@ print("fp8_gemm<Fp8<128, 192, 4, 1, 8>> launches with", fp8["fp8_gemm<Fp8<128, 1
         md(r"""
 ### Graded without a GPU: the machine code
 
-FP8 wgmma is `QGMMA` in the SASS (bf16's is `HGMMA`): the kernel holds `QGMMA.64x128x32.F32.E4M3.E4M3`
-and no HGMMA or HMMA, the multicast TMA loads, TMA stores, the mbarrier waits and the cluster barrier,
-no spills; setmaxnreg in effect; the epilogue's proxy fence before its TMA stores. The scale loads are
-the only global loads (`LDG`) and there are no global stores of its own.
+FP8 wgmma is `QGMMA` in the SASS (bf16's is `HGMMA`): the kernel holds `QGMMA.64x192x32.F32.E4M3.E4M3`
+and no HGMMA or HMMA, TMA loads and stores, the mbarrier waits, the consumers' turns (`BAR.ARV`), **no
+spills** (the registers above); setmaxnreg in effect; the epilogue's proxy fence before its TMA stores.
+The scale loads are the only global loads (`LDG`) and there are no global stores of its own. (05.03
+grades the multicast loads and the cluster barrier; this kernel runs without clusters.)
 """),
         tests(r"""
 sass.require(fp8, "fp8_gemm<Fp8<128, 192, 4, 1, 8>>",
