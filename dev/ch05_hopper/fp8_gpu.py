@@ -116,6 +116,13 @@ def step_time(sizes) -> None:
         cands.append((ceiling + " CEILING", F.fp8_gemm_launch(module([ceiling], "ceil", src)[ceiling])))
     except Exception as e:
         print(f"ceiling not built: {str(e)[:300]}", flush=True)
+    extra = os.environ.get("FP8_EXTRA")        # k;k;... from the source FP8_EXTRA_SRC (a dev variant of the cell)
+    if extra:
+        try:
+            xm = module(extra.split(";"), "extra", Path(os.environ["FP8_EXTRA_SRC"]).read_text())
+            cands += [(k + " " + Path(os.environ["FP8_EXTRA_SRC"]).stem, F.fp8_gemm_launch(xm[k])) for k in extra.split(";")]
+        except Exception as e:
+            print(f"extra kernels not built: {str(e)[:300]}", flush=True)
     prev = os.environ.get("FP8_PREV")
     if prev and Path(prev).exists():
         k = "fp8_gemm<Fp8<128, 128, 6, 2, 8>>"
