@@ -33,11 +33,9 @@ struct Fp8 {
   static constexpr int C_STAGE_BYTES = 2 * C_BOX_BYTES;         // per consumer: two 64 × 64 boxes, in turn
   static constexpr int RING_BYTES = STAGES * STAGE_BYTES;
   static constexpr int SMEM_BYTES = RING_BYTES + CONSUMERS * C_STAGE_BYTES + 1024;
-  // 384 threads: 128 · 40 + 256 · 232 ≤ 65536; 512 (three consumers): 128 · 40 + 384 · 152
-  static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = CONSUMERS == 3 ? 152 : 232;
-  static constexpr int TURN_BAR = CONSUMERS + 1;                // named barriers 1 .. CONSUMERS: each consumer's own
+  static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
   static_assert(BN == 128 || BN == 192, "BN = 128 (one B scale block per tile) or 192 (two)");
-  static_assert(BM == 128 || (BM == 192 && BN == 128), "two consumers of 64 × BN, or three of 64 × 128");
+  static_assert(!TURNS_ || BM == 128, "turns: two consumer warpgroups");
   static_assert((BN / CLUSTER) % 8 == 0, "each CTA's share of B: whole 8-row swizzle atoms");
 };
 
@@ -141,9 +139,8 @@ fp8_gemm(const __grid_constant__ TensorMap a_map,   // A (M, K) e4m3: box 128 co
     float part[BN / 2];                              // the wgmmas' accumulator: one k tile (128 products) only
     // turns: consumer c waits on barrier 3 + c before issuing a k tile and arrives on the other's after;
     // consumer 0 goes first, and consumer 1 skips the arrival after its very last k tile (none waits)
-    constexpr int C = Cfg::CONSUMERS;
     if constexpr (Cfg::TURNS)
-      if (c == C - 1 && cluster < units) course::named_barrier_arrive(Cfg::TURN_BAR, 256);
+      if (c == 1 && cluster < units) course::named_barrier_arrive(3, 256);
     // slot 0's descriptors, made once: slot s's are s · STAGE_BYTES further on (a descriptor holds the
     // address / 16); the slot and its phase are counted along, across tiles
     const unsigned long long da0 = course::make_smem_desc(course::smem_u32(a_slot(0)) + rows * 128, 16, 1024,
@@ -177,7 +174,7 @@ fp8_gemm(const __grid_constant__ TensorMap a_map,   // A (M, K) e4m3: box 128 co
       for (int kt = 0; kt < k_tiles; ++kt) {
         const unsigned long long da = course::desc_advance(da0, s * Cfg::STAGE_BYTES);
         const unsigned long long db = course::desc_advance(db0, s * Cfg::STAGE_BYTES);
-        if constexpr (Cfg::TURNS) course::named_barrier_sync(Cfg::TURN_BAR + c, 256);   // the one before has issued
+        if constexpr (Cfg::TURNS) course::named_barrier_sync(3 + c, 256);   // the other has issued its k tile
         course::wgmma_fence_operand(part);
         course::wgmma_fence();
         // 1. the k tile's four wgmma m64nBNk32 into `part`: the first overwrites it (scale-d 0),
@@ -189,8 +186,7 @@ fp8_gemm(const __grid_constant__ TensorMap a_map,   // A (M, K) e4m3: box 128 co
         // END SOLUTION
         course::wgmma_commit();
         if constexpr (Cfg::TURNS)
-          if (c < C - 1 || u + clusters < units || kt + 1 < k_tiles)
-            course::named_barrier_arrive(Cfg::TURN_BAR + (c + 1) % C, 256);
+          if (c == 0 || u + clusters < units || kt + 1 < k_tiles) course::named_barrier_arrive(4 - c, 256);
         // while they run: the next k tile's slot, scales and data (there long since, as a rule), so that
         // after the wait only the promotion stands between this k tile and the next one's wgmmas
         const int s_next = s + 1 == S ? 0 : s + 1;
