@@ -253,28 +253,33 @@ scales, no promotion: cuBLAS's block-scaled FP8 needs Blackwell), which is what 
 course's goal for its reference: ≥ 90% at 8192³.
 
 **Measured on an H100** (2026-11-24, each ratio to cuBLAS FP8 tensorwise measured in the same run;
-`results/ch05/fp8speed_gpu_h100_2026-11-24.log` and `fp8speed_scoreboard_…`): through the judge
-992 TFLOP/s = **76.9% of cuBLAS FP8 tensorwise** (1291) at 4096³, 3/3 points (the notebook's own figure
-76.1%); at 8192³ 1096 TFLOP/s = **74%** of tensorwise (1481) and 89% of rowwise (1237). The reference
-goal, ≥ 90% of tensorwise at 8192³, is **not reached**. How it got here, the same kernel's variants at
-8192³ (4096³ in brackets):
+`results/ch05/fp8wide_gpu_h100_2026-11-24.log` and `fp8wide_scoreboard_…`): through the judge
+1007 TFLOP/s = **76.5% of cuBLAS FP8 tensorwise** (1317) at 4096³, 3/3 points (the notebook's own figure
+75.8%); at 8192³ 1228 TFLOP/s = **83%** of tensorwise (1485) and 90% of rowwise (1370). The reference
+goal, ≥ 90% of tensorwise at 8192³, is **not reached**. The ladder, at 8192³ (4096³ in brackets), each
+row's ratio to the cuBLAS run beside it:
 
 | kernel | TFLOP/s | of tensorwise cuBLAS | log (`results/ch05/`) |
 | --- | --- | --- | --- |
-| before: no turns, every k tile's set-up after the wait | 958 (861) | 65% (67%) | `fp8speed_explore_…` |
-| + the consumers take turns | 1020–1031 (935) | 68–69% (72%) | `fp8speed_explore2_…`, `fp8speed_tail_…` |
-| + the lean k loop: **this kernel** | 1096 (997) | **74%** (76%) | `fp8speed_gpu_…` |
-| the lean k loop without turns | 1085 (985) | 73% (75%) | `fp8speed_gpu_…` |
-| this kernel with clusters of 1 (`Fp8<128, 128, 6, 1, 8>`) | 1138 (1045) | 77% (80%) | `fp8speed_gpu_…` |
-| ceiling: no promotion at all (wrong values) | 1290 (1185) | 87% (92%) | `fp8speed_tail_…` (`explore_…`) |
+| first version: 128 × 128, no turns, every k tile's set-up after the wait | 958 (861) | 65% (67%) | `fp8speed_explore_…` |
+| + the consumers take turns, the lean k loop (the previous lesson kernel, clusters of 2) | 1088 (992) | 73% (74%) | `fp8wide_gpu_…` |
+| the same with clusters of 1 | 1138 (1045) | 77% (80%) | `fp8speed_gpu_…` |
+| **128 × 192, the trap off the consumers' path, clusters of 1: this kernel** | 1228 (1013) | **83%** (76%) | `fp8wide_gpu_…` |
+| this kernel without turns (`Fp8<128, 192, 4, 1, 8, false>`) | 1234 (1027) | 83% (77%) | `fp8wide_gpu_…` |
+| this kernel with clusters of 2 (`Fp8<128, 192, 4, 2, 8>`) | 1143 (924) | 77% (69%) | `fp8wide_gpu_…` |
+| ceiling: 128 × 192 with no promotion at all (wrong values) | 1539 (1263) | 104% (95%) | `fp8wide_gpu_…` |
 
-The turns were worth 7% while each k tile's set-up sat between the wait and the next wgmmas; once
-the lean loop moved it off that path, they add about 1%. Clusters of 1 are now faster than 2 (the
-lesson keeps 05.03's clusters of 2 and the multicast its rubric checks). Nsight Compute at 4096³: the
-tensor pipe is active **60%** of the time for this kernel, 87% for cuBLAS's (`nvjet…128x128…`, also
-128 × 128 tiles, also two consumer warpgroups). What is left: the promotion itself and the consumers'
-own instructions — about 180 a k tile a warp, 64 of them the FMAs, for 256 cycles of wgmmas — and the
-128 × 128 tile, which even without promotion stays at 87% (see the stretch goals).
+At 8192³ the wider tile is worth 6 points over the best 128 × 128 kernel; at 4096³ it is not (22 tile
+columns of 192 against 32 of 128: 704 tiles on 132 SMs leave the sixth wave a third full). With the
+wider tile the turns no longer matter, and clusters of 2 cost 6 points. Nsight Compute at 8192³
+(`fp8wide_ncu_…`): the tensor pipe is active **73%** of the time for this kernel, 94% for cuBLAS's
+(`nvjet…144x128…coopA`: 144 × 128 tiles, no promotion). What is left is the promotion's place in each
+consumer's k loop — `wait_group 0`, 96 FMAs, then the next wgmmas: without it the same kernel runs at
+104%. Tried beside it, slower: a 192 × 128 tile with three consumer warpgroups of 64 × 128 (78%;
+`dev/ch05_hopper/fp8_three.cu`), and each consumer's 64 × 192 as two 64 × 96 partials, one promoted
+while the other's wgmmas run (69%: m64n96 reads A from shared memory twice per 192 columns;
+`fp8_halves.cu`). The promotion costs one FMA per element of C per 128 k whatever the tile — only its
+overlap with the tensor core can change.
 
 The accumulator, measured on the same GPU (earlier the same day, `results/ch05/fp8_gpu_h100_2026-11-24.log`,
 with the kernel before the turns: the same wgmmas and FMAs; per-tensor inputs, every scale 1,
@@ -289,22 +294,17 @@ grader.speed(launch_fp8, P.fp8_gemm, points=3)
         md(r"""
 ## Stretch goals (no points)
 
-- **A larger tile.** Without promotion (wrong values, timing only) this kernel's 128 × 128 tile tops
-  out at 87% of cuBLAS at 8192³, while a 128 × 256 or 128 × 192 one passes it (104%, 102%; H100,
-  `results/ch05/fp8speed_explore_h100_2026-11-24.log`, `fp8speed_explore2_…`) — but a 64 × 256
-  consumer tile needs 128 registers of fp32 sum *and* 128 of partial, past the 168 ptxas compiles to.
-  Tried here (`dev/ch05_hopper/fp8_explore.cu`, with turns, before the lean loop; all correct): the k
-  tile in two 64 × 96 halves through one 48-register partial, a 128 × 192 tile in 96 + 48 registers —
-  72–73% at 8192³ against 69% for the 128 × 128 kernel beside it, but 66–67% against 72% at 4096³,
-  where 22 tile columns leave the last wave short; and two 64 × 64 halves with their own partials, one
-  promoted while the other's wgmmas run — 50–56%, since m64n64 reads A from shared memory twice as
-  often. Fewer threads do not buy registers: one producer *warp* and two consumer warpgroups (288
-  threads) still compile to 168, three warps then sharing one scheduler's quarter of the register
-  file. The 128 × 192 halves with the lean loop are not yet tried.
-- **Fewer instructions per k tile.** After the turns and the lean loop, what the profile shows is the
-  consumers' own issue: each k tile is still ~180 instructions a warp (64 of them the promotion's
-  FMAs) for 256 cycles of its wgmmas. DeepGEMM reports gains from reordering its FFMAs against the
-  wgmmas in the SASS itself.
+- **Overlap the promotion.** Without it this kernel's 128 × 192 tile runs at 104% of cuBLAS at 8192³;
+  with it, 83%. A second partial per consumer (promote one k tile while the next one's wgmmas run, as
+  05.03's `wait_group 1` does) needs 3 × 96 registers at 128 × 192, more than 232; at 128 × 128 it
+  fits (3 × 64) but that tile tops out at 87% even without promotion. DeepGEMM reports 10% and more
+  from flipping the yield and reuse bits of the promotion's FFMAs in the compiled SASS, so that the
+  warp scheduler interleaves them with the other warpgroup's instructions — try it on the cubin
+  (`dev/ch05_hopper/fp8_yield.cu`, a `__nanosleep(0)` between chunks of 32 FMAs instead, is slower: 77%).
+- **A tile that is not a multiple of 64.** 128 × 208 (m64n208k32) reads less shared memory per FLOP
+  and spreads each `wait_group 0`'s fixed latency over more wgmma work (the FMAs per FLOP stay the
+  same); its 208 columns can meet three of B's scale blocks, and 2 × 104 registers of partial and sum
+  leave 24 of the 232 for everything else.
 - **A fused epilogue**: bias + GELU in the epilogue, before the bf16 store, against cuBLAS followed
   by torch's op.
 - **Rowwise** scaling: `torch._scaled_mm` with one scale per row of A and per column of C; where
