@@ -278,8 +278,9 @@ consumer's k loop — `wait_group 0`, 96 FMAs, then the next wgmmas: without it 
 104%. Tried beside it, slower: a 192 × 128 tile with three consumer warpgroups of 64 × 128 (78%;
 `dev/ch05_hopper/fp8_three.cu`), and each consumer's 64 × 192 as two 64 × 96 partials, one promoted
 while the other's wgmmas run (69%: m64n96 reads A from shared memory twice per 192 columns;
-`fp8_halves.cu`). The promotion costs one FMA per element of C per 128 k whatever the tile — only its
-overlap with the tensor core can change.
+`fp8_halves.cu`); 5 ring slots instead of 4 (82%: the loads are not what is missing). The promotion
+costs one FMA per element of C per 128 k whatever the tile — only its overlap with the tensor core can
+change.
 
 The accumulator, measured on the same GPU (earlier the same day, `results/ch05/fp8_gpu_h100_2026-11-24.log`,
 with the kernel before the turns: the same wgmmas and FMAs; per-tensor inputs, every scale 1,
