@@ -4,7 +4,7 @@ On the CPU: e4m3 in NumPy (every code round-trips, ties to even, saturation at 4
 128 × 128 quantizations (scale shapes, each block's largest element on 448, dequantization within
 e4m3's rounding); the problem (shapes block scaling and TMA allow, K a multiple of 128; the reference
 is the product of the dequantized operands; the tolerance passes an fp32 block-by-block computation
-rounded to bf16 and fails the three scaling mistakes, emulated in NumPy); the launch refuses other
+rounded to bf16 and fails the four scaling mistakes, emulated in NumPy); the launch refuses other
 shapes; the peer's arguments; the cell compiles for sm_90a (QGMMA, no spills, setmaxnreg in effect);
 the rubric passes for the reference and fails for the released stub and for setmaxnreg without launch
 bounds; every mistake of tests/wrong/ch05_fp8.py applies and compiles. Marked ``gpu``: the reference
@@ -30,7 +30,8 @@ from tests.conftest import ROOT, solution
 from tests.wrong import ch05_fp8 as W
 
 CH, NB, CELL, RUBRIC, KERNEL = W.CHAPTER, W.NOTEBOOK, W.CELL, W.RUBRIC, W.KERNEL
-NO_TURNS = "fp8_gemm<Fp8<128, 128, 6, 2, 8, false>>"
+CLUSTERS = "fp8_gemm<Fp8<128, 192, 4, 2, 8>>"      # the cell's other configurations: clusters of 2,
+SMALL = "fp8_gemm<Fp8<128, 128, 6, 1, 8>>"          # 128 × 128 tiles
 
 
 def reference() -> str:
@@ -121,6 +122,8 @@ def _emulate(inp, mistake: str | None = None) -> np.ndarray:
             acc = total * sa[:, kb:kb + 1] * sb[nb, kb][None, :]
         elif mistake == "b_scale_wrong_block":
             acc += part * sa[:, kb:kb + 1] * sb[nb, max(kb - 1, 0)][None, :]
+        elif mistake == "b_scale_tile_block":                       # a 192-column tile's first block
+            acc += part * sa[:, kb:kb + 1] * sb[np.arange(N) // 192 * 192 // 128, kb][None, :]
         else:
             acc += part * sa[:, kb:kb + 1] * sb[nb, kb][None, :]
     return f32_to_bf16(acc)
@@ -169,21 +172,35 @@ def module():
     return _compile(reference(), "fp8_all", only=None)
 
 
-def test_both_configurations_compile_to_qgmma_without_spills(module):
+def test_every_configuration_compiles_to_qgmma_without_spills(module):
     from grader.cuda import sass
 
-    assert set(module.kernel_names) == {KERNEL, NO_TURNS}
+    assert set(module.kernel_names) == {KERNEL, CLUSTERS, SMALL}
     for k in module.kernel_names:
-        sass.require(module, k, present=["QGMMA.64x128x32.F32.E4M3.E4M3", "UTMALDG.2D", "UTMASTG.2D"],
+        n = 128 if k == SMALL else 192
+        sass.require(module, k, present=[f"QGMMA.64x{n}x32.F32.E4M3.E4M3", "UTMALDG.2D", "UTMASTG.2D"],
                      absent=["HGMMA", "LDL", "STL"], no_spills=True)
         assert sass.require_setmaxnreg(module, k, threads=384)["registers"] == 168
     ops = sass.opcodes(module, KERNEL, full=True)
-    assert ops["QGMMA.64x128x32.F32.E4M3.E4M3"] == 4 and ops["UTMALDG.2D.MULTICAST"] >= 1
+    assert ops["QGMMA.64x192x32.F32.E4M3.E4M3"] == 4 and ops["UTMALDG.2D.MULTICAST"] == 0
+    assert sass.opcodes(module, CLUSTERS, full=True)["UTMALDG.2D.MULTICAST"] >= 1
     # the consumers' turns: bar.arrive on the other's barrier (the first turn, then after each k tile)
-    assert ops["BAR.ARV"] == 2 and sass.opcodes(module, NO_TURNS, full=True)["BAR.ARV"] == 0
+    assert ops["BAR.ARV"] == 2
+    # a 64 × 192 partial and a 64 × 192 fp32 sum: 192 registers, past the 168 at entry -- used, unspilled
+    used = {int(r) for r in re.findall(r"\bR(\d+)\b", sass.disassemble(module, KERNEL))}
+    assert 192 < max(used) + 1 <= 232
     shape = module.launch_shape(KERNEL)
-    assert (shape.threads, shape.tile_m, shape.tile_n, shape.tile_k, shape.stages, shape.cluster) == (384, 128, 128, 128, 6, 2)
-    assert shape.smem_bytes == 6 * 32 * 1024 + 2 * 16 * 1024 + 1024 <= 227 * 1024
+    assert (shape.threads, shape.tile_m, shape.tile_n, shape.tile_k, shape.stages, shape.cluster) == (384, 128, 192, 128, 4, 1)
+    assert shape.smem_bytes == 4 * 40 * 1024 + 2 * 16 * 1024 + 1024 <= 227 * 1024
+
+
+def test_a_trap_inlined_in_the_consumers_spills():
+    """The cell's reason for mbar_wait_lean: with the trap of course::mbar_wait_or_trap inlined into
+    the consumers' loop, ptxas keeps them within the 168 registers of launch time, and spills."""
+    src = reference().replace("mbar_wait_lean(&full[", "course::mbar_wait_or_trap(&full[")
+    assert src.count("course::mbar_wait_or_trap(&full[") == 2
+    res = _compile(src, "fp8_trap").resources[KERNEL]
+    assert res["spill_stores"] > 0 and res["stack"] > 0
 
 
 def test_rubric_passes_for_the_reference_and_fails_for_the_stub(module):

@@ -12,6 +12,7 @@ on the same A and B, in the same run. fp8_gpu.sh runs each step in its own proce
 """
 from __future__ import annotations
 
+import os
 import re
 import sys
 import traceback
@@ -29,11 +30,12 @@ from grader.problems import hopper_fp8 as F  # noqa: E402
 from grader.problems.gemm import Shape  # noqa: E402
 
 NB = ROOT / "solutions" / "05_hopper_blackwell" / "04_fp8.ipynb"
-LESSON = "fp8_gemm<Fp8<128, 128, 6, 2, 8>>"
-NO_TURNS = "fp8_gemm<Fp8<128, 128, 6, 2, 8, false>>"       # the consumers issue whenever they are ready
-VARIANTS = [NO_TURNS, "fp8_gemm<Fp8<128, 128, 6, 1, 8>>", "fp8_gemm<Fp8<128, 128, 5, 2, 8>>",
-            "fp8_gemm<Fp8<128, 128, 6, 2, 16>>", "fp8_gemm<Fp8<128, 128, 6, 2, 0>>"]
-SMOKE = [Shape(128, 128, 128), Shape(1000, 1032, 1024), Shape(200, 136, 8192), Shape(2304, 4104, 256)]
+LESSON = "fp8_gemm<Fp8<128, 192, 4, 1, 8>>"
+NO_TURNS = "fp8_gemm<Fp8<128, 192, 4, 1, 8, false>>"       # the consumers issue whenever they are ready
+VARIANTS = [NO_TURNS, "fp8_gemm<Fp8<128, 192, 4, 2, 8>>", "fp8_gemm<Fp8<128, 128, 6, 1, 8>>",
+            "fp8_gemm<Fp8<128, 192, 4, 1, 16>>", "fp8_gemm<Fp8<128, 192, 4, 1, 0>>"]
+SMOKE = [Shape(128, 128, 128), Shape(1000, 1032, 1024), Shape(200, 136, 8192), Shape(2304, 4104, 256),
+         Shape(999, 1000, 1024), Shape(300, 584, 640)]
 
 
 def cell() -> str:
@@ -96,17 +98,46 @@ def _cached_problem():
     return F.fp8_gemm.variant(make_inputs=make)
 
 
-TIMED = [LESSON, NO_TURNS, "fp8_gemm<Fp8<128, 128, 6, 1, 8>>"]
+TIMED = [LESSON, NO_TURNS, "fp8_gemm<Fp8<128, 192, 4, 2, 8>>", "fp8_gemm<Fp8<128, 128, 6, 1, 8>>",
+         "fp8_gemm<Fp8<128, 192, 4, 1, 16>>"]
 
 
 def step_time(sizes) -> None:
-    mod = module(TIMED, "all")
-    cands = [(k, F.fp8_gemm_launch(mod[k])) for k in TIMED]
+    timed = os.environ["FP8_TIMED"].split(";") if os.environ.get("FP8_TIMED") else TIMED   # k;k;...
+    mod = module(timed, "all")
+    cands = [(k, F.fp8_gemm_launch(mod[k])) for k in timed]
+    # beside them, in the same process: the ceiling (no promotion: wrong values, timing only; the
+    # explorations' source) and, if FP8_PREV names it, the previous lesson cell's kernel
+    ceiling = "fp8_gemm<Fp8<128, 192, 4, 1, 8, 1, 1>>"
+    try:
+        if os.environ.get("FP8_NO_CEILING"):
+            raise RuntimeError("not asked for")
+        src = (ROOT / "dev" / "ch05_hopper" / "fp8_explore.cu").read_text()
+        cands.append((ceiling + " CEILING", F.fp8_gemm_launch(module([ceiling], "ceil", src)[ceiling])))
+    except Exception as e:
+        print(f"ceiling not built: {str(e)[:300]}", flush=True)
+    extra = os.environ.get("FP8_EXTRA")        # k;k;... from the source FP8_EXTRA_SRC (a dev variant of the cell)
+    if extra:
+        try:
+            xm = module(extra.split(";"), "extra", Path(os.environ["FP8_EXTRA_SRC"]).read_text())
+            cands += [(k + " " + Path(os.environ["FP8_EXTRA_SRC"]).stem, F.fp8_gemm_launch(xm[k])) for k in extra.split(";")]
+        except Exception as e:
+            print(f"extra kernels not built: {str(e)[:300]}", flush=True)
+    prev = os.environ.get("FP8_PREV")
+    if prev and Path(prev).exists():
+        k = "fp8_gemm<Fp8<128, 128, 6, 2, 8>>"
+        try:
+            cands.append((k + " PREVIOUS", F.fp8_gemm_launch(module([k], "prev", Path(prev).read_text())[k])))
+        except Exception as e:
+            print(f"previous kernel not built: {str(e)[:300]}", flush=True)
     problem = _cached_problem()
     good = []
     for k, launch in cands:
+        if k.endswith("CEILING"):
+            good.append((k, launch))
+            continue
         try:
-            grader.check(launch, F.fp8_gemm, sizes=SMOKE[:3], quiet=True)
+            grader.check(launch, F.fp8_gemm, sizes=SMOKE, quiet=True)
             good.append((k, launch))
         except Exception as e:
             print(f"{k}: WRONG, not timed: {str(e).splitlines()[0]}", flush=True)

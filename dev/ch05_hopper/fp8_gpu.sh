@@ -4,7 +4,8 @@
 #   2. each value-caught wrong kernel of tests/wrong/ch05_fp8.py, in its own process;
 #   3. FP8 wgmma's accumulator over long K, promoted or not (accum);
 #   4. the kernel and its variants beside torch._scaled_mm (tensorwise, rowwise) at TIME_SIZES (4096,8192);
-#   5. lesson 04 through the judge (--in-notebook; lessons 01-03 removed from this copy to save time).
+#   5. lesson 04's FP8 notebook through the judge (--in-notebook; the chapter's other notebooks removed
+#      from this copy to save time).
 # Each step has its own timeout (CHECK_S, WRONG_S, ACCUM_S, TIME_S, NB_S); SKIP="3 5" skips steps 3 and 5.
 # Usage: bash dev/ch05_hopper/fp8_gpu.sh OUTDIR
 set -u
@@ -35,7 +36,8 @@ if [[ $skip != *" 4 "* ]]; then
 fi
 if [[ $skip != *" 5 "* ]]; then
   echo "== 5. scoreboard (lesson 04)" | tee -a "$log"
-  rm -f solutions/05_hopper_blackwell/0[123]_*.ipynb course/05_hopper_blackwell/0[123]_*.ipynb
+  rm -f solutions/05_hopper_blackwell/0[12356]_*.ipynb course/05_hopper_blackwell/0[12356]_*.ipynb \
+    solutions/05_hopper_blackwell/04_schedules.ipynb course/05_hopper_blackwell/04_schedules.ipynb
   cp results/scoreboard.json "$out/" 2>/dev/null
   /usr/bin/time -f "scoreboard: %e s wall" timeout "${NB_S:-70}" python3 -m grader scoreboard 05_hopper_blackwell \
     --in-notebook --out "$out" > "$out/scoreboard_ch05.log" 2>&1

@@ -12,7 +12,7 @@
 //   * wgmma_fence / wgmma_commit / wgmma_wait<N> and wgmma_fence_operand;
 //   * wgmma.mma_async m64nNk16, fp32 += bf16 * bf16, both operands from shared memory, for
 //     N = 64, 128, 256 (imm-trans-a / imm-trans-b as template arguments);
-//   * wgmma m64nNk32 fp32 += e4m3 * e4m3 (N = 128, 256; both operands K-major), lesson 05.04;
+//   * wgmma m64nNk32 fp32 += e4m3 * e4m3 (N = 128, 192, 256; both operands K-major), lesson 05.04;
 //   * where element i of a thread's accumulator sits in the 64 x N tile (wgmma_acc_row/col).
 #pragma once
 #include "course.cuh"
@@ -260,12 +260,42 @@ __device__ __forceinline__ void wgmma_m64n256k32_e4m3(float (&d)[128], unsigned 
       : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 }
 
-// The same, N taken from the accumulator's length: N = 128 or 256.
+// fp32 += e4m3 * e4m3, 64 x 192 x 32, both operands K-major in shared memory: a 128 x 192 tile's
+// consumer warpgroup (96 registers of accumulator; N = 192 is not a power of two, and need not be).
+__device__ __forceinline__ void wgmma_m64n192k32_e4m3(float (&d)[96], unsigned long long desc_a,
+                                                     unsigned long long desc_b, int scale_d) {
+  asm volatile(
+      "{\n .reg .pred p;\n setp.ne.b32 p, %98, 0;\n"
+      " wgmma.mma_async.sync.aligned.m64n192k32.f32.e4m3.e4m3 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
+      "}, %96, %97, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+        "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+        "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+
+// The same, N taken from the accumulator's length: N = 128, 192 or 256.
 template <int R>
 __device__ __forceinline__ void wgmma_e4m3(float (&d)[R], unsigned long long desc_a, unsigned long long desc_b,
                                            int scale_d = 1) {
-  static_assert(R == 64 || R == 128, "wgmma_e4m3: an accumulator of 64 or 128 floats (N = 128, 256)");
+  static_assert(R == 64 || R == 96 || R == 128, "wgmma_e4m3: an accumulator of 64, 96 or 128 floats (N = 128, 192, 256)");
   if constexpr (R == 64) wgmma_m64n128k32_e4m3(d, desc_a, desc_b, scale_d);
+  else if constexpr (R == 96) wgmma_m64n192k32_e4m3(d, desc_a, desc_b, scale_d);
   else wgmma_m64n256k32_e4m3(d, desc_a, desc_b, scale_d);
 }
 

@@ -13,6 +13,8 @@ that show it), the rubric on any machine (``RUBRIC_CATCHES``):
   scales, by far over long K;
 * ``b_scale_wrong_block`` — B's scale read one k block late (a prefetch off by one): every block's
   contribution scaled by its neighbour's;
+* ``b_scale_tile_block`` — every column of a 128 × 192 tile takes the B scale of the tile's first
+  128-column block: wrong on the columns that lie in the next block (half or a third of them);
 * ``setmaxnreg_without_launch_bounds`` — the rubric (ptxas drops setmaxnreg, C7508).
 """
 from __future__ import annotations
@@ -20,19 +22,21 @@ from __future__ import annotations
 from tests.wrong.ch05_hopper import cpp_variant  # noqa: F401  (one implementation of the text edit)
 
 CHAPTER = "05_hopper_blackwell"
-NOTEBOOK, CELL, RUBRIC, KERNEL = "04_fp8.ipynb", "v_fp8", "test_fp8_sass", "fp8_gemm<Fp8<128, 128, 6, 2, 8>>"
+NOTEBOOK, CELL, RUBRIC, KERNEL = "04_fp8.ipynb", "v_fp8", "test_fp8_sass", "fp8_gemm<Fp8<128, 192, 4, 1, 8>>"
 
 FP8_MISTAKES = {
     "per_tensor_scales": [("lo = __ldg(sa_lo + k); hi = __ldg(sa_hi + k); b = __ldg(sb_n + k);",
-                           "lo = __ldg(sa); hi = __ldg(sa); b = __ldg(sb);")],
+                           "lo = __ldg(sa); hi = __ldg(sa); b = __ldg(sb);"),
+                          ("b2 = BN > 128 ? __ldg(sb_n2 + k) : b;", "b2 = b;")],
     "promotion_skipped": [("course::desc_advance(db, 32 * k), k > 0 ? 1 : 0);",
                            "course::desc_advance(db, 32 * k), (kt > 0 || k > 0) ? 1 : 0);"),
-                          ("acc[i] = fmaf(part[i], (i & 2) ? scale_hi : scale_lo, acc[i]);",
-                           "acc[i] = part[i] * ((i & 2) ? scale_hi : scale_lo);")],
+                          ("acc[i] = fmaf(part[i], (i & 2) ? s_hi[i / 32] : s_lo[i / 32], acc[i]);",
+                           "acc[i] = part[i] * ((i & 2) ? s_hi[i / 32] : s_lo[i / 32]);")],
     "b_scale_wrong_block": [("b = __ldg(sb_n + k);", "b = __ldg(sb_n + max(k - 1, 0));")],
+    "b_scale_tile_block": [("const float b = 64 * q < split ? scale_b : scale_b2;", "const float b = scale_b;")],
     "setmaxnreg_without_launch_bounds": [("__global__ void __launch_bounds__(Cfg::THREADS, 1)", "__global__ void")],
 }
 # the shapes on which the values must catch each (a GPU run; tests/test_ch05_fp8.py, dev/ch05_hopper/fp8_gpu.py)
 VALUE_CATCHES = {"per_tensor_scales": "(1000, 1032, 1024)", "promotion_skipped": "(200, 136, 8192)",
-                 "b_scale_wrong_block": "(200, 136, 8192)"}
+                 "b_scale_wrong_block": "(200, 136, 8192)", "b_scale_tile_block": "(1000, 1032, 1024)"}
 RUBRIC_CATCHES = {"setmaxnreg_without_launch_bounds": "setmaxnreg"}

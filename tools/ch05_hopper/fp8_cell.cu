@@ -1,4 +1,4 @@
-%%cuda fp8 --arch sm_90a -k "fp8_gemm<Fp8<128, 128, 6, 2, 8, false>>" -k "fp8_gemm<Fp8<128, 128, 6, 2, 8>>"
+%%cuda fp8 --arch sm_90a -k "fp8_gemm<Fp8<128, 192, 4, 1, 8>>" -k "fp8_gemm<Fp8<128, 192, 4, 2, 8>>" -k "fp8_gemm<Fp8<128, 128, 6, 1, 8>>"
 #include "course.cuh"     // the launch contract, smem_u32
 #include "tma.cuh"        // TensorMap, mbarrier, TMA loads and stores
 #include "wgmma.cuh"      // the smem descriptor, wgmma fence/commit/wait, wgmma m64nNk32 e4m3, the fragment
@@ -12,11 +12,12 @@ using course::TensorMap;
 // K-major (FP8 wgmma reads no other layout): B is the weight matrix as stored, (N, K).
 // 05.03's warp-specialized persistent kernel with TILE_K = 128 (one scale block per k tile, 128
 // bytes of fp8 per row: the 128-byte swizzle's span). Each consumer warpgroup runs the k tile's four
-// wgmma m64n128k32 into a fresh partial accumulator, waits for them, and PROMOTES: adds the partial,
-// times its two scales, to an fp32 accumulator in registers. FP8 wgmma's own accumulator keeps
-// fewer mantissa bits than fp32; it never sums more than 128 products here. With TURNS the two
-// consumer warpgroups take turns issuing their k tiles (two named barriers), so the tensor core runs
-// one's wgmmas while the other waits for its own and promotes.
+// wgmma m64nBNk32 into a fresh partial accumulator, waits for them, and PROMOTES: adds the partial,
+// times its scales, to an fp32 accumulator in registers. FP8 wgmma's own accumulator keeps fewer
+// mantissa bits than fp32; it never sums more than 128 products here. With TURNS the two consumer
+// warpgroups take turns issuing their k tiles (two named barriers), so the tensor core runs one's
+// wgmmas while the other waits for its own and promotes. BN = 192: a tile's columns meet two of B's
+// 128-wide scale blocks, so the promotion takes each 64-column chunk's B scale from the right one.
 template <int BM, int BN, int STAGES_, int CLUSTER_, int GROUP_M_, bool TURNS_ = true>
 struct Fp8 {
   static constexpr int TILE_M = BM, TILE_N = BN, TILE_K = 128, STAGES = STAGES_, CLUSTER = CLUSTER_;
@@ -29,14 +30,27 @@ struct Fp8 {
   static constexpr int B_SHARE = B_BYTES / CLUSTER;             // what one CTA of a cluster loads (and multicasts)
   static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
   static constexpr int C_BOX_BYTES = 64 * 64 * 2;
-  static constexpr int C_STAGE_BYTES = 2 * C_BOX_BYTES;         // per consumer: 128 columns of its 64 rows
+  static constexpr int C_STAGE_BYTES = 2 * C_BOX_BYTES;         // per consumer: two 64 × 64 boxes, in turn
   static constexpr int RING_BYTES = STAGES * STAGE_BYTES;
   static constexpr int SMEM_BYTES = RING_BYTES + CONSUMERS * C_STAGE_BYTES + 1024;
   static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
-  static_assert(BN == 128, "one B scale block per tile: BN = 128");
+  static_assert(BN == 128 || BN == 192, "BN = 128 (one B scale block per tile) or 192 (two)");
   static_assert(!TURNS_ || BM == 128, "turns: two consumer warpgroups");
   static_assert((BN / CLUSTER) % 8 == 0, "each CTA's share of B: whole 8-row swizzle atoms");
 };
+
+// The consumers' bounded wait: the usual try_wait inline, the slow path (the clock and the trap) in a
+// function of its own. A __trap() inlined into the consumers' loop costs spills: ptxas then keeps
+// their code within the 168 registers a thread has at launch instead of setmaxnreg's 232 (nvcc and
+// NVRTC 13.0); behind a call it does not.
+__device__ __noinline__ void mbar_wait_slow(unsigned long long* bar, unsigned parity) {
+  const long long start = clock64();
+  while (!course::mbar_try_wait(bar, parity))
+    if (clock64() - start > (1ll << 32)) __trap();
+}
+__device__ __forceinline__ void mbar_wait_lean(unsigned long long* bar, unsigned parity) {
+  if (!course::mbar_try_wait(bar, parity)) mbar_wait_slow(bar, parity);
+}
 
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::THREADS, 1)
@@ -144,21 +158,26 @@ fp8_gemm(const __grid_constant__ TensorMap a_map,   // A (M, K) e4m3: box 128 co
       const int r_lo = m0 + rows + course::wgmma_acc_row(0), r_hi = r_lo + 8;
       const float* sa_lo = sa + (size_t)min(r_lo, M - 1) * kb_count;   // rows past M: clamped (their C is dropped)
       const float* sa_hi = sa + (size_t)min(r_hi, M - 1) * kb_count;
+      // B's scale blocks: the tile's columns before `split` are in block n0 / 128, the rest (BN = 192
+      // only) in the next one; 64-column chunks never straddle the boundary (n0 is a multiple of 64)
+      const int split = 128 - n0 % 128, nb = (N + 127) / 128;
       const float* sb_n = sb + (size_t)(n0 / 128) * kb_count;
-      // the scales of k block k: A's for this thread's two rows, B's for the tile's block of columns
-      auto scales = [&](int k, float& lo, float& hi, float& b) {
+      const float* sb_n2 = sb + (size_t)min(n0 / 128 + 1, nb - 1) * kb_count;
+      // the scales of k block k: A's for this thread's two rows, B's for the tile's block(s) of columns
+      auto scales = [&](int k, float& lo, float& hi, float& b, float& b2) {
         lo = __ldg(sa_lo + k); hi = __ldg(sa_hi + k); b = __ldg(sb_n + k);
+        b2 = BN > 128 ? __ldg(sb_n2 + k) : b;
       };
-      float scale_lo, scale_hi, scale_b;             // k block kt's
-      scales(0, scale_lo, scale_hi, scale_b);
-      course::mbar_wait_or_trap(&full[s], phase);
+      float scale_lo, scale_hi, scale_b, scale_b2;   // k block kt's
+      scales(0, scale_lo, scale_hi, scale_b, scale_b2);
+      mbar_wait_lean(&full[s], phase);
       for (int kt = 0; kt < k_tiles; ++kt) {
         const unsigned long long da = course::desc_advance(da0, s * Cfg::STAGE_BYTES);
         const unsigned long long db = course::desc_advance(db0, s * Cfg::STAGE_BYTES);
         if constexpr (Cfg::TURNS) course::named_barrier_sync(3 + c, 256);   // the other has issued its k tile
         course::wgmma_fence_operand(part);
         course::wgmma_fence();
-        // 1. the k tile's four wgmma m64n128k32 into `part`: the first overwrites it (scale-d 0),
+        // 1. the k tile's four wgmma m64nBNk32 into `part`: the first overwrites it (scale-d 0),
         //    each next one advances both descriptors 32 bytes (32 fp8) along the 128-byte rows
         // BEGIN SOLUTION
 #pragma unroll
@@ -172,39 +191,45 @@ fp8_gemm(const __grid_constant__ TensorMap a_map,   // A (M, K) e4m3: box 128 co
         // after the wait only the promotion stands between this k tile and the next one's wgmmas
         const int s_next = s + 1 == S ? 0 : s + 1;
         const unsigned phase_next = s_next == 0 ? phase ^ 1 : phase;
-        float next_lo, next_hi, next_b;
-        scales(min(kt + 1, k_tiles - 1), next_lo, next_hi, next_b);
-        if (kt + 1 < k_tiles) course::mbar_wait_or_trap(&full[s_next], phase_next);
+        float next_lo, next_hi, next_b, next_b2;
+        scales(min(kt + 1, k_tiles - 1), next_lo, next_hi, next_b, next_b2);
+        if (kt + 1 < k_tiles) mbar_wait_lean(&full[s_next], phase_next);
         course::wgmma_wait<0>();
         course::wgmma_fence_operand(part);
         release(s);                                  // the slot's tiles are read: the producer may refill it
-        // 2. promotion: acc += part · (the row's A scale) · (the block's B scale)
+        // 2. promotion: acc += part · (the row's A scale) · (the column's B scale); elements 32q .. 32q + 31
+        //    of the fragment are columns 64q .. 64q + 63 of the tile (wgmma_acc_col), one B block
         // BEGIN SOLUTION
-        scale_lo *= scale_b;
-        scale_hi *= scale_b;
+        float s_lo[BN / 64], s_hi[BN / 64];
 #pragma unroll
-        for (int i = 0; i < BN / 2; ++i) acc[i] = fmaf(part[i], (i & 2) ? scale_hi : scale_lo, acc[i]);
+        for (int q = 0; q < BN / 64; ++q) {
+          const float b = 64 * q < split ? scale_b : scale_b2;
+          s_lo[q] = scale_lo * b;
+          s_hi[q] = scale_hi * b;
+        }
+#pragma unroll
+        for (int i = 0; i < BN / 2; ++i) acc[i] = fmaf(part[i], (i & 2) ? s_hi[i / 32] : s_lo[i / 32], acc[i]);
         // END SOLUTION
         s = s_next, phase = phase_next;
-        scale_lo = next_lo, scale_hi = next_hi, scale_b = next_b;
+        scale_lo = next_lo, scale_hi = next_hi, scale_b = next_b, scale_b2 = next_b2;
       }
-      // the epilogue (05.03's): bf16 pairs into the staging boxes, 128-byte swizzled, then TMA stores
+      // the epilogue: bf16 pairs into a 64 × 64 staging box, 128-byte swizzled, then a TMA store; two
+      // boxes in turn, so one is written while the other's store is still reading it
 #pragma unroll
-      for (int h = 0; h < BN / 128; ++h) {
-        if (signaller) course::bulk_wait_read<0>();
+      for (int h = 0; h < BN / 64; ++h) {
+        unsigned char* box = c_stage + (h % 2) * Cfg::C_BOX_BYTES;
+        if (signaller) course::bulk_wait_read<1>();
         course::named_barrier_sync(wg, 128);
 #pragma unroll
-        for (int i = 64 * h; i < 64 * h + 64; i += 2) {
-          const int row = course::wgmma_acc_row(i), col = course::wgmma_acc_col(i) - 128 * h;
-          const int chunk = (col % 64) / 8;
-          unsigned char* p = c_stage + (col / 64) * Cfg::C_BOX_BYTES + row * 128 + ((chunk ^ (row & 7)) << 4) + (col % 8) * 2;
+        for (int i = 32 * h; i < 32 * h + 32; i += 2) {
+          const int row = course::wgmma_acc_row(i), col = course::wgmma_acc_col(i) - 64 * h;
+          unsigned char* p = box + row * 128 + (((col / 8) ^ (row & 7)) << 4) + (col % 8) * 2;
           *reinterpret_cast<unsigned*>(p) = course::pack_bf16x2(acc[i], acc[i + 1]);
         }
         course::fence_proxy_async();
         course::named_barrier_sync(wg, 128);
         if (signaller) {
-          course::tma_store_2d(&c_map, c_stage, n0 + 128 * h, m0 + rows);
-          course::tma_store_2d(&c_map, c_stage + Cfg::C_BOX_BYTES, n0 + 128 * h + 64, m0 + rows);
+          if (n0 + 64 * h < N) course::tma_store_2d(&c_map, box, n0 + 64 * h, m0 + rows);
           course::bulk_commit();
         }
       }
