@@ -31,12 +31,15 @@ using namespace attn;
 //     than LAZY_GAP = log2(448 / 256): below that P stays ≤ 448, still an e4m3 number (FA4's conditional
 //     rescaling, made safe by P's headroom); the decision is per warp, so a warp skips its 64 FMULs;
 //   * TREE: the row max and sum over a thread's 32 values in four independent chains, not one.
+//   POLY_: of every 8 exponentials of P, that many computed with 05.06's cubic on the FMA units (FA4's
+//     split: MUFU.EX2 does 16 a clock an SM, as many as the FP8 tensor core's work asks for); 0: none.
 //   STAGES_: the ring's slots (0, the default: 5; 16 KiB a tile, 177 KiB in all; the ablation times 4 and 6).
 // The reference is F8<0, 0, 1>; the others are the ablation's (results/ch05/fp8attn_*).
-template <int PINGPONG_, int LAZY_, int TREE_, int STAGES_ = 0>
+template <int PINGPONG_, int LAZY_, int TREE_, int STAGES_ = 0, int POLY_ = 0>
 struct F8 {
   static constexpr int D = 128, BM = 128, BN = 128, STAGES = STAGES_ ? STAGES_ : 5;
   static constexpr bool PINGPONG = PINGPONG_, LAZY = LAZY_, TREE = TREE_;
+  static constexpr int POLY = POLY_;                               // of every 8 exponentials, POLY on the FMA units
   static constexpr float LAZY_GAP = 0.8f;                        // < log2(448 / 256) = 0.807
   static constexpr int CONSUMERS = 2, THREADS = 384;
   static constexpr int Q_BYTES = BM * D, KV_BYTES = BN * D;      // one byte an element: 16 KiB a tile
@@ -45,6 +48,16 @@ struct F8 {
   static constexpr int TILE_M = BM, TILE_N = BN, TILE_K = D;     // the launch contract (course.cuh)
   static constexpr float P_SHIFT = 8.f;                          // P's largest value: 2^8
 };
+
+// 2^x on the FMA units for x ≤ 9 (05.06's cubic on [0, 1]): n = x − 0.5 rounded by adding 1.5·2^23 (its
+// low bits are then n), f = x − n, p(f) · 2^n by adding n to the exponent; below -125: 2^-125, not 0.
+__device__ __forceinline__ float ex2_fma(float x) {
+  constexpr float C0 = 0.999900288f, C1 = 0.696324771f, C2 = 0.224693156f, C3 = 0.078967257f, MAGIC = 12582912.f;
+  x = fmaxf(x, -125.f);
+  const float t = __fadd_rn(__fadd_rn(x, -0.5f), MAGIC), f = __fsub_rn(x, __fsub_rn(t, MAGIC));
+  const float p = fmaf(fmaf(fmaf(C3, f, C2), f, C1), f, C0);
+  return __int_as_float(__float_as_int(p) + (__float_as_int(t) << 23));
+}
 
 template <class C>
 __global__ void __launch_bounds__(C::THREADS, 1)
@@ -208,7 +221,8 @@ flash3_fp8(const __grid_constant__ TensorMap q_map,    // Q as (B·H, Sq, 128) b
     for (int c = 0; c < CH; ++c) sc[0][c] = sc[1][c] = 0.f;
 #pragma unroll
     for (int i = 0; i < NS; ++i) {
-      s_acc[i] = ex2(fmaf(s_acc[i], sc_log2, -ref[(i >> 1) & 1]));
+      const float x = fmaf(s_acc[i], sc_log2, -ref[(i >> 1) & 1]);
+      s_acc[i] = (i & 7) < C::POLY ? ex2_fma(x) : ex2(x);
       sc[(i >> 1) & 1][(i >> 2) % CH] += s_acc[i];
     }
 #pragma unroll
