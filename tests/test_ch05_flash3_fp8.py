@@ -27,11 +27,12 @@ from grader.problems import flash3_fp8 as P
 from grader.problems.attention import Attn, attention_f64
 from grader.problems.hopper_fp8 import e4m3_decode
 from tests.cells import check_in_own_process, compile_cell, run_rubric
+from tests.test_ch05_flash3 import _ex2_under_pv
 from tests.conftest import ROOT, solution
 from tests.wrong import ch05_flash3_fp8 as W
 
 CH, NB, CELL, RUBRIC, KERNEL = W.CHAPTER, W.NOTEBOOK, W.CELL, W.RUBRIC, W.KERNEL
-SWITCHES = ["flash3_fp8<F8<1, 0, 1>>", "flash3_fp8<F8<0, 1, 1>>", "flash3_fp8<F8<1, 1, 1>>", "flash3_fp8<F8<1, 0, 0>>"]
+SWITCHES = ["flash3_fp8<F8<0, 1, 1>>", "flash3_fp8<F8<0, 0, 0>>", "flash3_fp8<F8<0, 0, 1, 4>>", "flash3_fp8<F8<0, 0, 1, 6>>"]
 
 
 def reference() -> str:
@@ -144,10 +145,22 @@ def test_every_switch_compiles_clean(module):
         assert re.search(r"QGMMA\.64x128x32\.F32\.E4M3\.E4M3 R\d+, R\d+, gdesc", sass.disassemble(module, k))
         sass.require_wgmma(module, k, max_pending=1)
         assert sass.require_setmaxnreg(module, k, threads=384)["registers"] == 168
-    assert "WARPGROUP.DEPBAR.LE gsb0, 0x1" in sass.disassemble(module, KERNEL)          # the overlap
+        assert _ex2_under_pv(sass.disassemble(module, k)) >= 64, k     # a tile's 64 ex2 run while P V does
     s = module.launch_shape(KERNEL)
-    assert (s.threads, s.tile_m, s.tile_n, s.tile_k, s.stages) == (384, 128, 128, 128, 4)
-    assert s.smem_bytes == 128 * 128 + 2 * 4 * 128 * 128 + 1024
+    assert (s.threads, s.tile_m, s.tile_n, s.tile_k, s.stages) == (384, 128, 128, 128, 5)
+    assert s.smem_bytes == 128 * 128 + 2 * 5 * 128 * 128 + 1024 <= 227 * 1024
+    assert [module.launch_shape(k).stages for k in SWITCHES[2:]] == [4, 6]
+
+
+def test_the_wait_after_the_softmax_overlaps_nothing():
+    """The cell's first form (P V_{j-1} waited for right after S_j's softmax): ptxas hoists the wait
+    above the softmax -- 0 exponentials under P V, though the PTX has them there. The SASS test above
+    tells the two apart."""
+    from grader.cuda import sass
+
+    old = compile_cell(W.cpp_variant(reference(), W.WAIT_AFTER_SOFTMAX), "f8_wait_after", KERNEL)
+    text = sass.disassemble(old, KERNEL)
+    assert "WARPGROUP.DEPBAR.LE gsb0, 0x1" in text and _ex2_under_pv(text) == 0
 
 
 def test_rubric_passes_for_the_reference_and_fails_for_the_stub(module):

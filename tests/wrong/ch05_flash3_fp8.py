@@ -31,3 +31,13 @@ FP8_MISTAKES = {
                        ("p[4 * kk + 2 * h + 1] = __byte_perm(e, o, 0x7632);", "p[4 * kk + 2 * h + 1] = r[2 * h + 1];")],
 }
 ON_GPU = set(FP8_MISTAKES)
+
+# Not a mistake but the slow form the cell had first: P V_{j-1} waited for right after S_j's softmax, in
+# the same basic block -- ptxas then hoists the wait above the softmax, and nothing overlaps (the SASS
+# test shows 0 exponentials under P V; dev/ch05_hopper/fp8attn_gpu.py times it).
+WAIT_AFTER_SOFTMAX = [
+    ("      if (j >= 2) pv_done(j - 2);                        // P V_{j-2}, issued last iteration\n", ""),
+    ("      move = softmax(j, alpha);                          // under P V_{j-1}\n",
+     "      move = softmax(j, alpha);\n      pv_done(j - 1);\n"),
+    ("    if (n >= 2) pv_done(n - 2);\n", ""),
+]

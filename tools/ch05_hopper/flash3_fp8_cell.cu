@@ -1,4 +1,4 @@
-%%cuda f8 --arch sm_90a -k "flash3_fp8<F8<0, 0, 1>>" -k "flash3_fp8<F8<1, 0, 1>>" -k "flash3_fp8<F8<0, 1, 1>>" -k "flash3_fp8<F8<1, 1, 1>>" -k "flash3_fp8<F8<1, 0, 0>>"
+%%cuda f8 --arch sm_90a -k "flash3_fp8<F8<0, 0, 1>>" -k "flash3_fp8<F8<0, 1, 1>>" -k "flash3_fp8<F8<0, 0, 0>>" -k "flash3_fp8<F8<0, 0, 1, 4>>" -k "flash3_fp8<F8<0, 0, 1, 6>>"
 #include "course.cuh"      // the launch contract, smem_u32
 #include "tma.cuh"         // TensorMap, mbarrier
 #include "wgmma.cuh"       // smem descriptors, wgmma fence/commit/wait, wgmma m64n128k32 e4m3 (A and B in shared memory)
@@ -15,7 +15,10 @@ using namespace attn;
 //   padding holds is never read); qd (B, H), kd and vd (B, Hkv): fp32 descales, one per head.
 // 05.05's bf16 kernel with FP8 operands: persistent, a producer warpgroup streaming K and Vt tiles of
 // 128 keys through a ring of STAGES slots, two consumer warpgroups of 64 query rows, the intra-warpgroup
-// overlap (ping-pong is a switch, off in the reference: measured slower here). What changes:
+// overlap: S_j's softmax runs while P V_{j-1} is on the tensor core, P V_{j-1} waited for at the top of
+// the next iteration (05.05's fix: after the barrier waits, which ptxas does not move code across).
+// Ping-pong (PINGPONG = 1) is not built: with that late wait ptxas serializes its wgmmas (C7519, "WG.AR
+// in divergent path"), and before it, it measured 3-4 points slower (run 3). What changes:
 //   * S = Q Kᵀ: 4 wgmma m64n128k32 e4m3 (both K-major, as 05.04's GEMM): rows of 128 bytes, +32 per k32;
 //   * O += P V: FP8 wgmma reads B only K-major, i.e. V as (d, keys) with keys contiguous: Vt's tile
 //     (128 rows of d × 128 keys) is exactly that. P comes from registers, rounded to e4m3 and moved
@@ -28,11 +31,15 @@ using namespace attn;
 //     than LAZY_GAP = log2(448 / 256): below that P stays ≤ 448, still an e4m3 number (FA4's conditional
 //     rescaling, made safe by P's headroom); the decision is per warp, so a warp skips its 64 FMULs;
 //   * TREE: the row max and sum over a thread's 32 values in four independent chains, not one.
-// The reference is F8<0, 0, 1>; the others are the ablation's (results/ch05/fp8attn_variants_*).
-template <int PINGPONG_, int LAZY_, int TREE_>
+//   POLY_: of every 8 exponentials of P, that many computed with 05.06's cubic on the FMA units (FA4's
+//     split: MUFU.EX2 does 16 a clock an SM, as many as the FP8 tensor core's work asks for); 0: none.
+//   STAGES_: the ring's slots (0, the default: 5; 16 KiB a tile, 177 KiB in all; the ablation times 4 and 6).
+// The reference is F8<0, 0, 1>; the others are the ablation's (results/ch05/fp8attn_*).
+template <int PINGPONG_, int LAZY_, int TREE_, int STAGES_ = 0, int POLY_ = 0>
 struct F8 {
-  static constexpr int D = 128, BM = 128, BN = 128, STAGES = 4;
+  static constexpr int D = 128, BM = 128, BN = 128, STAGES = STAGES_ ? STAGES_ : 5;
   static constexpr bool PINGPONG = PINGPONG_, LAZY = LAZY_, TREE = TREE_;
+  static constexpr int POLY = POLY_;                               // of every 8 exponentials, POLY on the FMA units
   static constexpr float LAZY_GAP = 0.8f;                        // < log2(448 / 256) = 0.807
   static constexpr int CONSUMERS = 2, THREADS = 384;
   static constexpr int Q_BYTES = BM * D, KV_BYTES = BN * D;      // one byte an element: 16 KiB a tile
@@ -41,6 +48,16 @@ struct F8 {
   static constexpr int TILE_M = BM, TILE_N = BN, TILE_K = D;     // the launch contract (course.cuh)
   static constexpr float P_SHIFT = 8.f;                          // P's largest value: 2^8
 };
+
+// 2^x on the FMA units for x ≤ 9 (05.06's cubic on [0, 1]): n = x − 0.5 rounded by adding 1.5·2^23 (its
+// low bits are then n), f = x − n, p(f) · 2^n by adding n to the exponent; below -125: 2^-125, not 0.
+__device__ __forceinline__ float ex2_fma(float x) {
+  constexpr float C0 = 0.999900288f, C1 = 0.696324771f, C2 = 0.224693156f, C3 = 0.078967257f, MAGIC = 12582912.f;
+  x = fmaxf(x, -125.f);
+  const float t = __fadd_rn(__fadd_rn(x, -0.5f), MAGIC), f = __fsub_rn(x, __fsub_rn(t, MAGIC));
+  const float p = fmaf(fmaf(fmaf(C3, f, C2), f, C1), f, C0);
+  return __int_as_float(__float_as_int(p) + (__float_as_int(t) << 23));
+}
 
 template <class C>
 __global__ void __launch_bounds__(C::THREADS, 1)
@@ -204,7 +221,8 @@ flash3_fp8(const __grid_constant__ TensorMap q_map,    // Q as (B·H, Sq, 128) b
     for (int c = 0; c < CH; ++c) sc[0][c] = sc[1][c] = 0.f;
 #pragma unroll
     for (int i = 0; i < NS; ++i) {
-      s_acc[i] = ex2(fmaf(s_acc[i], sc_log2, -ref[(i >> 1) & 1]));
+      const float x = fmaf(s_acc[i], sc_log2, -ref[(i >> 1) & 1]);
+      s_acc[i] = (i & 7) < C::POLY ? ex2_fma(x) : ex2(x);
       sc[(i >> 1) & 1][(i >> 2) % CH] += s_acc[i];
     }
 #pragma unroll
@@ -216,7 +234,8 @@ flash3_fp8(const __grid_constant__ TensorMap q_map,    // Q as (B·H, Sq, 128) b
     }
     return move;
   };
-  auto rescale_o = [&](const float (&alpha)[2]) {
+  auto rescale_o = [&](const float (&alpha)[2]) {      // skipped when no row of the warp has a new max
+    if (!__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) return;
 #pragma unroll
     for (int i = 0; i < NO; ++i) o_acc[i] *= alpha[(i >> 1) & 1];
   };
@@ -251,6 +270,13 @@ flash3_fp8(const __grid_constant__ TensorMap q_map,    // Q as (B·H, Sq, 128) b
     }
   };
 
+  // P V_t is done: O and P's registers are ours again, V_t's slot goes back to the producer.
+  auto pv_done = [&](int t) {
+    course::wgmma_wait<0>();
+    course::wgmma_fence_operand(o_acc);
+    release(&v_empty[(it + t) % S]);
+  };
+
   int tq = 0;
   for (int u = blockIdx.x; u < units; u += gridDim.x, ++tq) {
     w = unit(u);
@@ -276,12 +302,20 @@ flash3_fp8(const __grid_constant__ TensorMap q_map,    // Q as (B·H, Sq, 128) b
     course::wgmma_fence_operand(s_acc);
     release(&k_empty[it % S]);
     if (n == 1) release(&q_empty);
-    softmax(0, alpha);                                   // O is zero: nothing to rescale
-    to_a_fragment();
+    softmax(0, alpha);
+    bool move = false;                                   // O is zero: nothing to rescale
+    // Tile j: P V_{j-2} waited for, O rescaled, P_{j-1} moved into the A fragment, then S_j = Q K_jᵀ and
+    // O += P_{j-1} V_{j-1} issued (holding the turn only for that); S_j's softmax runs while P V_{j-1} is
+    // on the tensor core. P V_{j-1} is waited for at the top of the NEXT iteration, after the barrier
+    // waits: ptxas does not move code across those loops (with the wait right after the softmax, in the
+    // same basic block, it hoisted the wait above the softmax, and nothing overlapped).
     for (int j = 1; j < n; ++j) {
       const int s = (it + j) % S, sp = (it + j - 1) % S;
       course::mbar_wait_or_trap(&k_full[s], ((it + j) / S) & 1);
       course::mbar_wait_or_trap(&v_full[sp], ((it + j - 1) / S) & 1);
+      if (j >= 2) pv_done(j - 2);                        // P V_{j-2}, issued last iteration
+      if (move) rescale_o(alpha);
+      to_a_fragment();
       my_turn();
       course::wgmma_fence_operand(s_acc);
       course::wgmma_fence_operand(o_acc);
@@ -295,24 +329,20 @@ flash3_fp8(const __grid_constant__ TensorMap q_map,    // Q as (B·H, Sq, 128) b
       course::wgmma_fence_operand(s_acc);
       release(&k_empty[s]);
       if (j == n - 1) release(&q_empty);
-      const bool move = softmax(j, alpha);
-      course::wgmma_wait<0>();
-      course::wgmma_fence_operand(o_acc);
-      release(&v_empty[sp]);
-      if (move) rescale_o(alpha);
-      to_a_fragment();
+      move = softmax(j, alpha);                          // under P V_{j-1}
     }
     const int last = (it + n - 1) % S;
     course::mbar_wait_or_trap(&v_full[last], ((it + n - 1) / S) & 1);
+    if (n >= 2) pv_done(n - 2);
+    if (move) rescale_o(alpha);
+    to_a_fragment();
     my_turn();
     course::wgmma_fence_operand(o_acc);
     course::wgmma_fence();
     issue_pv(n - 1);
     course::wgmma_commit();
     pass_turn();
-    course::wgmma_wait<0>();
-    course::wgmma_fence_operand(o_acc);
-    release(&v_empty[last]);
+    pv_done(n - 1);
     it += n;
 
     // The epilogue: O · vd / l, bf16 pairs straight to global memory.

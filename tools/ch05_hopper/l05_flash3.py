@@ -3,7 +3,7 @@ TMA loads of K and V into an mbarrier ring, wgmma for Q Kᵀ (both operands in s
 (P from registers), a producer warpgroup and two consumer warpgroups with setmaxnreg, causal tiles
 skipped, ragged S by TMA's zero fill and a mask — then FA3's two schedules, each a compile-time switch of
 the same kernel: ping-pong between the consumer warpgroups and the intra-warpgroup overlap of the next
-Q Kᵀ with the current softmax. FP8 attention is not built yet (see the stretch goals)."""
+Q Kᵀ with the current softmax. FP8 attention is the next notebook, 05_flash3_fp8."""
 from tools.ch05_hopper import cell
 from tools.nbbuild import code, md, solution, tests
 
@@ -345,7 +345,7 @@ grader.ladder_plot(versions, P.flash3, title="attention d128 S4096: % of cuDNN S
                    extra=extra) if hopper or grader.SIMULATOR else None
 """, "ablation_flash3"),
         md(r"""
-## FP8 attention: the accuracy argument (the kernel is not built yet)
+## FP8 attention: the accuracy argument (the kernel: the next notebook, `05_flash3_fp8`)
 
 FA3's third idea is attention in **FP8**: e4m3 Q, K and V, `wgmma …k32.f32.e4m3.e4m3` at twice
 bf16's rate. Its problem is accuracy: with one scale per tensor, a few **outlier features** (columns
@@ -355,8 +355,8 @@ by the same random orthogonal matrix M (a Hadamard matrix with random signs, app
 O(d log d)): (Q M)(K M)ᵀ = Q Kᵀ, so the scores are unchanged, but each outlier is spread over all d
 columns before quantizing.
 
-**This lesson does not have the FP8 kernel yet** (the course's goal for it: ≥ 1.3× the bf16
-kernel). The cell below shows the accuracy side, emulated in NumPy (float64 softmax; only Q, K and V
+**The FP8 kernel is the next notebook, `05_flash3_fp8`** (the course's goal for it: ≥ 1.3× this
+lesson's bf16 kernel). The cell below shows the accuracy side, emulated in NumPy (float64 softmax; only Q, K and V
 rounded): the error of O against float64 on inputs with 4 outlier features of 128, for growing
 outlier factors, in bf16, in FP8 with one scale per tensor, and in FP8 after the rotation.
 """),
@@ -412,12 +412,10 @@ rotation it stays at 3.2–3.5% up to 30× — no worse than without outliers �
 
 ## Stretch goals (no points)
 
-- **FP8 attention**, the kernel: e4m3 Q, K and V with `wgmma …k32.f32.e4m3.e4m3` (both operands
-  K-major: V must be transposed — in shared memory, or stored transposed), P rounded to e4m3 in
-  registers (its fragment layout for k32 differs from the fp32 accumulator's: a permutation of
-  registers between threads), a scale per head for each operand applied back to S and O, and the
-  Hadamard rotation of Q and K in a small kernel before it. Measure its error as above on the GPU,
-  and its speed against this lesson's bf16 kernel (the course's goal: ≥ 1.3×).
+- **FP8 attention**: built in the next notebook, `05_flash3_fp8` — e4m3 Q and K, V stored transposed
+  (FP8 wgmma reads B only K-major), P rounded to e4m3 and moved into the A fragment's places by
+  shuffles, one scale per head applied back to S and O, the Hadamard rotation in the preparation; its
+  error measured as above on the GPU and its speed against this lesson's kernel (goal: ≥ 1.3×).
 - **BN = 176** at d = 128 non-causal (FA3's choice): fewer, longer tiles. Tried here: with S (88
   floats), P (44 registers) and O (64 floats) live at once, ptxas serializes this kernel's wgmmas
   (C7512) within the consumer's 240 registers; FA3 fits it with less bookkeeping per thread. At

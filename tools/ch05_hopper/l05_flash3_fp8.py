@@ -116,15 +116,31 @@ factors of hundreds.
         md(r"""
 ## The kernel
 
-`flash3_fp8<F8<PINGPONG, LAZY, TREE>>`: 05.05's persistent kernel — a producer warpgroup (one thread:
-Q once per unit, K and Vt tiles of 128 keys into a 4-slot ring, full/empty mbarriers), two consumer
-warpgroups of 64 query rows, the intra-warpgroup overlap (S_j = Q K_jᵀ and O += P_{j−1} V_{j−1} issued
-together, the softmax of S_j under P V) — with FP8 tiles: Q, K and Vt tiles are 128 × 128 bytes, one
-128-byte-swizzled TMA box each (16 KiB, half of bf16's), S = Q Kᵀ is 4 × `wgmma m64n128k32` (+32 bytes a
-step, as 05.04), O += P V 4 × the register-A form. Three switches, for the ablation below:
-PINGPONG (05.05's turns between the consumers), LAZY (rescale O only when a row's max grows by more
-than log2(448/256): P then stays ≤ 448 — FA4's conditional rescaling, made safe by P's headroom), TREE
-(the row max and sum in four independent chains). The reference is `F8<0, 0, 1>`.
+`flash3_fp8<F8<PINGPONG, LAZY, TREE, STAGES, POLY>>`: 05.05's persistent kernel — a producer warpgroup
+(one thread: Q once per unit, K and Vt tiles of 128 keys into a ring of 5 slots, full/empty mbarriers),
+two consumer warpgroups of 64 query rows — with FP8 tiles: Q, K and Vt tiles are 128 × 128 bytes, one
+128-byte-swizzled TMA box each (16 KiB, half of bf16's; Q and the ring take 177 KiB), S = Q Kᵀ is 4 ×
+`wgmma m64n128k32` (+32 bytes a step, as 05.04), O += P V 4 × the register-A form.
+
+**The overlap, as 05.05 does it.** S_j = Q K_jᵀ and O += P_{j−1} V_{j−1} are issued together; the
+softmax of S_j runs while P V_{j−1} is on the tensor core, and P V_{j−1} is waited for only at the top
+of the **next** iteration, after the waits on the ring's barriers. Written the obvious way — the wait
+right after the softmax — ptxas moves the `wgmma.wait_group 0` above the softmax (nothing in between
+touches O or P, and one basic block holds both): the machine code then has **0** `MUFU.EX2` between
+`WARPGROUP.DEPBAR.LE gsb0, 0x1` and the next `gsb0, 0x0`, and nothing overlaps. Behind the barrier
+loops it cannot: the reference has the tile's 64 exponentials (and 2 for the rescale factors) there.
+The tests compile both forms and count (tests/test_ch05_flash3_fp8.py). With the real overlap, V_{j−1}'s
+slot is freed a softmax later, so the ring has 5 slots, not 4. O's rescale is skipped when no row of the
+warp has a new max (a vote, as 05.05).
+
+Switches, for the ablation: LAZY (rescale O only when a row's max grows by more than log2(448/256): P
+then stays ≤ 448 — FA4's conditional rescaling, made safe by P's headroom), TREE (the row max and sum in
+four independent chains), STAGES (the ring: 4, 5 — the default — or 6), POLY (of every 8 exponentials,
+that many computed with 05.06's cubic on the FMA units: FA4's split of the exponentials between MUFU and
+the FMA pipes; the cubic's 10⁻⁴ relative error is far below e4m3's 2⁻⁴). PINGPONG is in the type but
+no longer built: with the late wait, ptxas serializes the ping-pong kernel's wgmmas (its C7519, "WG.AR
+in divergent path"); before the overlap fix it measured 3–4 points slower than without. The reference
+is `F8<0, 0, 1>` (ring of 5, every exponential on MUFU).
 
 ### Exercise (about 12 lines in three places)
 
@@ -247,28 +263,29 @@ values (decoded, still rotated: the same scores) in the same run — the peer 05
 78% of it**, nothing at 7.8%: the curriculum's learner figure (60%) times the FP8 goal (1.3× the bf16
 kernel) — an FP8 kernel 1.3 times as fast as what earns 05.05's bf16 points in full.
 
-**Measured on an H100** (2026-11-24, torch 2.11, cuDNN 9.19; results/ch05/fp8attn_variants_h100_2026-11-24_run3.log,
-every figure of one case in one process, grader.measure): the reference, non-causal, **752 TFLOP/s =
-1.19× 05.05's bf16 kernel** (631 in the same process) and 109% of cuDNN bf16 (691). Causal, the best
-setting measured (`F8<0, 1, 1>`) reached **1.27×** the bf16 kernel (662 against 521; the reference's
-own causal figure was not measured in that run). **The course's goal, 1.3×, is missed** — by 11 points
-non-causal, by about 3 causal: the exponentials and the per-score instructions bound this kernel, as the
-napkin math says. Not yet graded through the judge (its first run was cut by a time limit).
+**Measured on an H100, before the overlap fix** (2026-11-24, torch 2.11, cuDNN 9.19;
+results/ch05/fp8attn_variants_h100_2026-11-24_run3.log, every figure of one case in one process,
+grader.measure) — the cell's first form, whose softmax did not overlap P V in the machine code (above),
+with a ring of 4: non-causal **752 TFLOP/s = 1.19× 05.05's bf16 kernel** (631 in the same process; that
+too before the bf16 kernel's own overlap fix) and 109% of cuDNN bf16 (691). Causal, the best setting
+(`F8<0, 1, 1>`) reached **1.27×** (662 against 521). **The course's goal, 1.3×, was missed.**
 
-| F8<PINGPONG, LAZY, TREE> (run 3) | non-causal: × 05.05 bf16 | causal |
+**The kernel in this cell (the real overlap, a ring of 5) has not been run on a GPU yet**: it computes
+the same arithmetic in a different order of waits, and its machine code is checked here, but no figure
+of it exists — `dev/ch05_hopper/fp8attn_gpu.sh` checks it at every size and times it, every variant,
+the first form and the bf16 kernel in one process.
+
+| F8<PINGPONG, LAZY, TREE>, first form (run 3) | non-causal: × 05.05 bf16 | causal |
 |---|---|---|
 | <1, 0, 0>: ping-pong, rescale always, one chain per row | 1.12 | 1.24 |
 | <1, 1, 1>: ping-pong, lazy rescale, four chains | 1.10 | 1.21 |
 | <0, 1, 1>: lazy rescale, four chains | 1.15 | 1.27 |
-| <0, 1, 0>: lazy rescale, one chain (not in the cell now) | 1.17 | — |
-| **<0, 0, 1>: the reference** | **1.19** | — |
+| <0, 1, 0>: lazy rescale, one chain | 1.17 | — |
+| **<0, 0, 1>: the reference then** | **1.19** | — |
 
-(—: not measured in that run.) Ping-pong costs 3–4
-points here (in bf16 it was worth nothing): with FP8 GEMMs half as long, a consumer waits for its turn
-longer than it saves. Lazy rescaling costs 4 points non-causal (its warp vote and branch cost more than
-the 64 multiplies it skips on random data) and gains 3 causal. What would pay, not built: computing part
-of the exponentials with a polynomial on the FMA units (FA4's trick: P is rounded to 3 bits anyway, so a
-degree-3 polynomial is plenty), and 3 consumer warpgroups (not enough registers at 64 rows each).
+(—: not measured in that run.) Ping-pong cost 3–4 points (in bf16 it was worth nothing): with FP8 GEMMs
+half as long, a consumer waited for its turn longer than it saved. Lazy rescaling cost 4 points
+non-causal and gained 3 causal.
 """),
         tests(r"""
 grader.speed(launch_f8, P.flash3_fp8, points=3)
@@ -283,7 +300,8 @@ grader.speed(launch_f8, P.flash3_fp8_causal, points=3)
   and writes Vᵀ into the ring with `ldmatrix.trans` / `stmatrix` (FA3's way), for a cache stored as usual.
 - **Block scales** for Q and K (one per 128 × 128 tile, 05.04's), applied per tile in the softmax's scale:
   the 100× outliers of the table.
-- **Exponentials on the FMA units** for a fraction of the scores (above).
+- **Exponentials on the FMA units**: the cell's POLY switch does the split; find the fraction that pays
+  (FA4 tunes it per GPU), and a cheaper range reduction than the cubic's.
 - d = 64 (a 64-byte swizzle for Q and K) and d = 256 (two boxes a row).
 """),
     ]
