@@ -71,8 +71,47 @@ def test_the_rotation_keeps_the_scores_and_the_reference_is_the_decoded_values()
 def test_tolerance_is_the_e4m3_bound():
     rtol, atol = P.fp8_tolerance(Attn(1, 1, 10, 128, Sk=4096))
     assert rtol == 2.0 ** -7
-    assert math.isclose(atol, 2.0 * (2.0 ** -4 + 4096 * 2.0 ** -18))
+    delta = 2.0 ** -13 * (1.07 * math.sqrt(3 * 128)) ** 2 * 1.4426950408889634 / math.sqrt(128)
+    assert math.isclose(atol, 2.0 * (2.0 ** (2 * delta) * (1 + 2.0 ** -4) - 1 + 4096 * 2.0 ** -18))
+    assert 2.0 * 2.0 ** -4 < atol - 2.0 * 4096 * 2.0 ** -18 < 2.0 * 0.08   # P's rounding, a little for the scores
     assert P.ACCURACY_BOUND == pytest.approx(0.0722, abs=1e-4)
+    with pytest.raises(ValueError, match="peaked"):
+        P.fp32_inputs(np.random.default_rng(0), Attn(1, 1, 8, 128, kind="large"))
+
+
+def _worst_case_error(q, k, v, eps: float) -> np.ndarray:
+    """|ΔO| when every score moves by ε·Σ|q_i k_i| (log2 units) and every P by 2^-4, each in the
+    direction that pulls O[col] furthest from the exact (non-causal) value, per row and column."""
+    l2 = (q @ k.T) * 1.4426950408889634 / math.sqrt(128)
+    p = np.exp2(l2 - l2.max(-1, keepdims=True))
+    o = p @ v / p.sum(-1, keepdims=True)
+    delta = eps * (np.abs(q)[:, None, :] * np.abs(k)[None, :, :]).sum(-1) * 1.4426950408889634 / math.sqrt(128)
+    worst = np.zeros_like(o)
+    for sign in (1.0, -1.0):                                     # push O[col] up, then down
+        up = sign * (v[None, :, :] - o[:, None, :]) > 0          # (row, key, col): a larger weight helps
+        w = p[:, :, None] * np.exp2(np.where(up, delta[:, :, None], -delta[:, :, None]))
+        num = (w * np.where(up, 1 + 2.0 ** -4, 1 - 2.0 ** -4) * v[None, :, :]).sum(1)
+        worst = np.maximum(worst, np.abs(num / w.sum(1) - o))
+    return worst
+
+
+def test_tolerance_covers_the_tensor_cores_addition():
+    # The judge's H100 run (2026-11-25): chapter 04's "large" inputs (integers in ±16), seed 1773799448,
+    # one output 0.137 off where P's rounding alone allows 0.133: two keys 0.18 apart in log2 units.
+    # The score error ε·Σ|q k| with ε = 2^-13 reaches that much; the P-only bound did not.
+    s = Attn(2, 3, 1031, 128, causal=True, kind="large")
+    rng = np.random.default_rng(1773799448)
+    Q, K, V = P.decoded(**P.prepare_fp8(*P._qkv(rng, s), rng))
+    row = 847
+    err = _worst_case_error(Q[0, 0, row:row + 1], K[0, 0, :row + 1], V[0, 0, :row + 1], 2.0 ** -13)[0, 87]
+    assert err > 0.137 > 2.0 * (2.0 ** -4 + 1031 * 2.0 ** -18)
+    # the problem's own kinds: the worst case stays inside the tolerance
+    for kind in ("peaked", "", "growing", "outlier"):
+        s = Attn(1, 1, 192, 128, kind=kind)
+        rng = np.random.default_rng(3)
+        Q, K, V = P.decoded(**P.prepare_fp8(*P.fp32_inputs(rng, s), rng))
+        rtol, atol = P.fp8_tolerance(s)
+        assert _worst_case_error(Q[0, 0], K[0, 0], V[0, 0], 2.0 ** -13).max() < atol, kind
 
 
 def test_problem_sizes_and_peer():
@@ -82,7 +121,7 @@ def test_problem_sizes_and_peer():
     for sizes in (f.sizes, f.hidden_sizes):
         assert {s.d for s in sizes} == {128}
         assert any(s.keys % 16 and s.keys > 128 for s in sizes)                   # NaN padding inside a tile
-        assert any(s.kind == "large" for s in sizes) and any(s.kind == "outlier" for s in sizes)
+        assert any(s.kind == "peaked" for s in sizes) and any(s.kind == "outlier" for s in sizes)
         assert any(s.kind == "growing" and s.keys > 1000 for s in sizes)
         assert any(s.keys == 0 for s in sizes) and any(s.causal and s.S % 128 for s in sizes)
 
@@ -204,7 +243,7 @@ def test_mistakes_are_caught_in_their_own_process(mistake):
         m = compile_cell(W.cpp_variant(reference(), W.FP8_MISTAKES[{mistake!r}]), "wrong", W.KERNEL)
         launch = P.flash3_fp8_launch(m[W.KERNEL])
     """, """
-        check(launch, P.flash3_fp8, sizes=[Attn(1, 2, 1000, 128, kind="large"), Attn(2, 3, 1000, 128)], quiet=True)
+        check(launch, P.flash3_fp8, sizes=[Attn(1, 2, 1000, 128, kind="peaked"), Attn(2, 3, 1000, 128)], quiet=True)
     """)
     print(mistake, line)
     assert f"{P.flash3_fp8.name} failed at B=" in line, line

@@ -71,7 +71,7 @@ def do_check():
     m = fp8_module()
     ok = True
     few = [Attn(1, 2, 2000, 128, kind="growing"), Attn(1, 3, 2500, 128, causal=True, kind="growing"),
-           Attn(1, 2, 1000, 128, kind="large"), Attn(1, 2, 1000, 128, Sk=65), Attn(1, 1, 4096, 128, causal=True, kind="outlier")]
+           Attn(1, 2, 1000, 128, kind="peaked"), Attn(1, 2, 1000, 128, Sk=65), Attn(1, 1, 4096, 128, causal=True, kind="outlier")]
     for label, kern in [("reference", REF)] + [(k, v) for k, v in VARIANTS.items() if v != REF]:
         launch = P.flash3_fp8_launch(m[kern])
         sizes = list(P.FP8_GPU) + list(P.FP8_HIDDEN) if kern in FULL else few
@@ -92,7 +92,7 @@ def do_wrong(mistake):
     m = fp8_module(W.cpp_variant(source(), W.FP8_MISTAKES[mistake]), "wrong")
     launch = P.flash3_fp8_launch(m[REF])
     try:
-        check(launch, P.flash3_fp8, sizes=[Attn(1, 2, 1000, 128, kind="large"), Attn(2, 3, 1000, 128)], seed=7, quiet=True)
+        check(launch, P.flash3_fp8, sizes=[Attn(1, 2, 1000, 128, kind="peaked"), Attn(2, 3, 1000, 128)], seed=7, quiet=True)
         print(f"RESULT {mistake}: NOT caught (passed)")
     except CheckFailed as e:
         print(f"RESULT {mistake}: caught: {str(e).splitlines()[0][:200]} | {' '.join(str(e).splitlines()[1:3])[:300]}")

@@ -25,7 +25,14 @@ unrounded inputs.
 own error is P rounded to e4m3 before P·V (3 mantissa bits: each probability within 2^-4 of itself;
 the kernel scales P so that its largest value is 2^8, keeping probabilities down to 2^-14 of the max
 normal) plus one bf16 rounding of O: |ΔO| ≤ 2^-4·Σ p_j|v_j| / Σ p_j ≤ 2^-4·max|v|, and 2^-18·max|v|
-per key for the subnormal rest. The end-to-end error against the unrounded inputs (:func:`accuracy`):
+per key for the subnormal rest. And the scores: FP8 wgmma does not add in full fp32 (DeepSeek-V3's
+report: about 14 bits kept), so a score carries an error of up to ε·Σ_i |q_i k_i| ≤ ε·‖q‖·‖k‖, taken
+as ε = 2^-13; in log2 units, Δ = ε·‖q‖·‖k‖·log2(e)/√d, and the weights p_j / Σ p_j move by a factor
+within 2^±2Δ: |ΔO| ≤ max|v|·(2^2Δ·(1 + 2^-4) − 1). ‖q‖, ‖k‖ are bounded by the kind of input (the
+rotation keeps them). The judge found this term on the H100 (2026-11-25): with chapter 04's "large"
+inputs (integers in ±16, ‖q‖·‖k‖ up to ~10⁴) two keys 0.18 apart in log2 units moved 0.24 apart, and
+one output in 791,808 left the P-only bound; such logits are no case for FP8, so this problem's
+peaked inputs are integers in ±4 ("peaked": one key still carries most rows). The end-to-end error against the unrounded inputs (:func:`accuracy`):
 Q, K and V each rounded with a relative error of rms at most 2^-4/√3 (a normal e4m3 number's half
 step is 2^-4 of it at most, uniform); a score Σ_i q_i k_i / √d sums d such products, so its error
 is 2^-4·√(2/3) of the products' rms, and — with no outlier feature — the products' rms is the
@@ -115,7 +122,16 @@ def _outlier_qkv(rng, s: Attn, factor: float = OUTLIER_FACTOR):
 
 
 def fp32_inputs(rng, s: Attn):
-    return _outlier_qkv(rng, s) if s.kind == "outlier" else _qkv(rng, s)
+    if s.kind == "outlier":
+        return _outlier_qkv(rng, s)
+    if s.kind == "peaked":
+        qs, ks = (s.B, s.H, s.S, s.d), (s.B, s.kv_heads, s.keys, s.d)
+        return (rng.integers(-PEAKED, PEAKED + 1, qs).astype(np.float32),
+                rng.integers(-PEAKED, PEAKED + 1, ks).astype(np.float32), _normal(rng, ks))
+    if s.kind == "large":
+        raise ValueError("FP8 attention takes 'peaked' inputs, not chapter 04's 'large' (logits of ±300: the "
+                         "tensor core's FP8 addition moves near-tied keys' weights by ~20%)")
+    return _qkv(rng, s)
 
 
 def fp8_inputs(rng, s: Attn) -> dict:
@@ -142,11 +158,28 @@ def _vmax(kind: str) -> float:
     return 1e4 + 2 * 2.5e3 if kind == "large_v" else 2.0       # chapter 04's kinds: √3 σ, with margin
 
 
+PEAKED = 4                              # "peaked" inputs: q, k integers in [-4, 4]
+SCORE_EPS = 2.0 ** -13                  # FP8 wgmma's addition: ~14 bits kept (DeepSeek-V3), with margin
+
+
+def _norm_bound(kind: str) -> tuple:
+    """Largest ‖q‖, ‖k‖ (before the rotation, which keeps them) an input kind can draw at d = 128, ×1.07
+    for e4m3's rounding of each element (≤ 2^-4, rms far less)."""
+    u = math.sqrt(3 * D)                                 # uniform on ±√3: ‖x‖ ≤ √3·√d
+    nq, nk = {"peaked": (PEAKED * math.sqrt(D),) * 2, "growing": (u, 6 * u), "large_v": (0.05 * u, 0.05 * u),
+              "outlier": (math.sqrt(3 * (OUTLIERS * OUTLIER_FACTOR + (D - OUTLIERS) / OUTLIER_FACTOR)),) * 2,
+              }.get(kind, (u, u))
+    return 1.07 * nq, 1.07 * nk
+
+
 def fp8_tolerance(s: Attn, dtype=None) -> tuple:
-    """rtol 2^-7: one bf16 rounding of O (2^-8), ×2. atol: P rounded to e4m3 — at most 2^-4 of each
-    probability while it is a normal number, so 2^-4 of max |v| in all — plus 2^-18·max |v| for each
-    key whose probability fell below 2^-14 of the row's max (subnormal: absolute steps of 2^-9 of 2^-8)."""
-    return (2.0 ** -7, _vmax(s.kind) * (2.0 ** -4 + s.keys * 2.0 ** -18))
+    """rtol 2^-7: one bf16 rounding of O (2^-8), ×2. atol: the scores' error from FP8 wgmma's addition
+    (Δ log2 units: the weights within 2^±2Δ) and P rounded to e4m3 — at most 2^-4 of each probability
+    while it is a normal number — so max|v|·(2^2Δ·(1 + 2^-4) − 1); plus 2^-18·max |v| for each key whose
+    probability fell below 2^-14 of the row's max (subnormal: absolute steps of 2^-9 of 2^-8)."""
+    nq, nk = _norm_bound(s.kind)
+    delta = SCORE_EPS * nq * nk * LOG2E / math.sqrt(D)
+    return (2.0 ** -7, _vmax(s.kind) * (2.0 ** (2 * delta) * (1 + 2.0 ** -4) - 1 + s.keys * 2.0 ** -18))
 
 
 def _bytes(s: Attn) -> int:
@@ -199,15 +232,15 @@ def fa3_bf16(launch_bf16, causal: bool = False) -> Peer:
 
 
 # Sizes: d = 128 only. One query; ragged S (TMA's zero fill and the mask); Sq ≠ Sk both ways (Sk not a
-# multiple of 16: Vt's NaN padding is inside the 128-key tile); GQA; integer logits of ±300 after the
-# rotation ("large": one key dominates each row — a P in the wrong lanes moves it); a max that grows
+# multiple of 16: Vt's NaN padding is inside the 128-key tile); GQA; integer q, k in ±4 ("peaked": one
+# key carries most rows — a P in the wrong lanes moves it); a max that grows
 # along the keys; values near 1e4 (a scale not applied back); outlier features; no key.
 FP8_GPU = [Attn(1, 1, 1, 128), Attn(2, 3, 65, 128, causal=True), Attn(2, 3, 1000, 128),
            Attn(1, 2, 1031, 128, causal=True), Attn(1, 2, 65, 128, Sk=1001), Attn(1, 2, 1000, 128, Sk=65),
-           Attn(1, 8, 300, 128, causal=True, Hkv=2), Attn(1, 2, 1000, 128, kind="large"),
+           Attn(1, 8, 300, 128, causal=True, Hkv=2), Attn(1, 2, 1000, 128, kind="peaked"),
            Attn(1, 2, 2000, 128, kind="growing"), Attn(1, 1, 1031, 128, kind="large_v"),
            Attn(1, 2, 1500, 128, kind="outlier"), Attn(1, 2, 65, 128, Sk=0)]
-FP8_HIDDEN = [Attn(1, 1, 127, 128, causal=True), Attn(2, 3, 1031, 128, causal=True, kind="large"),
+FP8_HIDDEN = [Attn(1, 1, 127, 128, causal=True), Attn(2, 3, 1031, 128, causal=True, kind="peaked"),
               Attn(1, 2, 1, 128, Sk=1031), Attn(1, 8, 200, 128, Sk=333, Hkv=2),
               Attn(1, 1, 1000, 128, causal=True, kind="large_v"), Attn(1, 3, 2500, 128, causal=True, kind="growing"),
               Attn(1, 1, 4096, 128, causal=True, kind="outlier"), Attn(2, 1, 129, 128, Sk=4097), Attn(1, 1, 7, 128, Sk=0)]

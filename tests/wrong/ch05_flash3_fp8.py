@@ -10,7 +10,7 @@ in a process of its own:
   softmax's scale): softmax of scores hundreds of times too large, an argmax instead of an average;
 * ``p_not_permuted``: P's e4m3 bytes handed to the wgmma in the accumulator's places instead of the A
   fragment's (no shuffles in the quad): each probability multiplies another key's value and rows g and
-  g + 8 trade halves; far off wherever one key dominates a row (the "large" sizes) and off by many
+  g + 8 trade halves; far off wherever one key dominates a row (the "peaked" sizes) and off by many
   times the tolerance on any non-uniform row.
 
 A preparation without the Hadamard rotation is a mistake of the INPUTS, not of the kernel: the
