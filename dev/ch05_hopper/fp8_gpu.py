@@ -19,6 +19,7 @@ import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+CELL_FILE = ROOT / "tools" / "ch05_hopper" / "fp8_cell.cu"
 sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
@@ -116,10 +117,12 @@ def step_time(sizes) -> None:
         cands.append((ceiling + " CEILING", F.fp8_gemm_launch(module([ceiling], "ceil", src)[ceiling])))
     except Exception as e:
         print(f"ceiling not built: {str(e)[:300]}", flush=True)
-    extra = os.environ.get("FP8_EXTRA")        # k;k;... from the source FP8_EXTRA_SRC (a dev variant of the cell)
+    extra = os.environ.get("FP8_EXTRA")        # k;k;... from FP8_EXTRA_SRC (a dev variant: fp8_variants/*.patch)
     if extra:
         try:
-            xm = module(extra.split(";"), "extra", Path(os.environ["FP8_EXTRA_SRC"]).read_text())
+            from variant_patch import variant_source     # a .patch against the cell, or a whole file
+
+            xm = module(extra.split(";"), "extra", variant_source(os.environ["FP8_EXTRA_SRC"], CELL_FILE))
             cands += [(k + " " + Path(os.environ["FP8_EXTRA_SRC"]).stem, F.fp8_gemm_launch(xm[k])) for k in extra.split(";")]
         except Exception as e:
             print(f"extra kernels not built: {str(e)[:300]}", flush=True)

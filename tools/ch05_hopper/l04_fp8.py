@@ -276,9 +276,9 @@ wider tile the turns no longer matter, and clusters of 2 cost 6 points. Nsight C
 (`nvjet…144x128…coopA`: 144 × 128 tiles, no promotion). What is left is the promotion's place in each
 consumer's k loop — `wait_group 0`, 96 FMAs, then the next wgmmas: without it the same kernel runs at
 104%. Tried beside it, slower: a 192 × 128 tile with three consumer warpgroups of 64 × 128 (78%;
-`dev/ch05_hopper/fp8_three.cu`), and each consumer's 64 × 192 as two 64 × 96 partials, one promoted
+`dev/ch05_hopper/fp8_variants/three.patch`), and each consumer's 64 × 192 as two 64 × 96 partials, one promoted
 while the other's wgmmas run (69%: m64n96 reads A from shared memory twice per 192 columns;
-`fp8_halves.cu`); 5 ring slots instead of 4 (82%: the loads are not what is missing). The promotion
+`halves.patch`); 5 ring slots instead of 4 (82%: the loads are not what is missing). The promotion
 costs one FMA per element of C per 128 k whatever the tile — only its overlap with the tensor core can
 change.
 
@@ -301,7 +301,7 @@ grader.speed(launch_fp8, P.fp8_gemm, points=3)
   fits (3 × 64) but that tile tops out at 87% even without promotion. DeepGEMM reports 10% and more
   from flipping the yield and reuse bits of the promotion's FFMAs in the compiled SASS, so that the
   warp scheduler interleaves them with the other warpgroup's instructions — try it on the cubin
-  (`dev/ch05_hopper/fp8_yield.cu`, a `__nanosleep(0)` between chunks of 32 FMAs instead, is slower: 77%).
+  (`dev/ch05_hopper/fp8_variants/yield.patch`, a `__nanosleep(0)` between chunks of 32 FMAs instead, is slower: 77%).
 - **A tile that is not a multiple of 64.** 128 × 208 (m64n208k32) reads less shared memory per FLOP
   and spreads each `wait_group 0`'s fixed latency over more wgmma work (the FMAs per FLOP stay the
   same); its 208 columns can meet three of B's scale blocks, and 2 × 104 registers of partial and sum
