@@ -30,7 +30,7 @@ report: about 14 bits kept), so a score carries an error of up to ε·Σ_i |q_i 
 as ε = 2^-13; in log2 units, Δ = ε·‖q‖·‖k‖·log2(e)/√d, and the weights p_j / Σ p_j move by a factor
 within 2^±2Δ: |ΔO| ≤ max|v|·(2^2Δ·(1 + 2^-4) − 1). ‖q‖, ‖k‖ are bounded by the kind of input (the
 rotation keeps them). The judge found this term on the H100 (2026-11-25): with chapter 04's "large"
-inputs (integers in ±16, ‖q‖·‖k‖ up to ~10⁴) two keys 0.18 apart in log2 units moved 0.24 apart, and
+inputs (integers in ±16, ‖q‖·‖k‖ up to ~10⁴) two keys 0.18 apart in log2 units weighed as if 0.42 apart, and
 one output in 791,808 left the P-only bound; such logits are no case for FP8, so this problem's
 peaked inputs are integers in ±4 ("peaked": one key still carries most rows). The end-to-end error against the unrounded inputs (:func:`accuracy`):
 Q, K and V each rounded with a relative error of rms at most 2^-4/√3 (a normal e4m3 number's half

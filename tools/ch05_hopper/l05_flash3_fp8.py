@@ -198,8 +198,8 @@ per key for probabilities under 2⁻¹⁴ of the max (subnormal), plus one bf16 
 And the scores: FP8 wgmma does not add in full fp32 (DeepSeek-V3's report: about 14 bits kept), so a
 score is off by up to ε·Σᵢ|qᵢkᵢ| ≤ ε·‖q‖·‖k‖, ε = 2⁻¹³; Δ in log2 units moves every weight by a factor
 within 2^±2Δ, and the bound becomes max|v|·(2^2Δ·(1 + 2⁻⁴) − 1). The judge taught us that term: with
-chapter 04's integer logits of ±300 (‖q‖·‖k‖ near 10⁴), two keys 0.18 apart in log2 units came out
-0.24 apart, and one output in 791,808 left the P-only bound (H100, 2026-11-25). Logits that large are
+chapter 04's integer logits of ±300 (‖q‖·‖k‖ near 10⁴), two keys 0.18 apart in log2 units weighed as if
+0.42 apart, and one output in 791,808 left the P-only bound (H100, 2026-11-25). Logits that large are
 no case for FP8; the peaked inputs here give logits of a few tens at most.
 It is a bound, not a fit: a forgotten descale misses by factors of 100, a P in the wrong places by the
 size of O itself on the peaked rows.
