@@ -14,6 +14,28 @@
 #include "course.cuh"
 #include "tma.cuh"
 
+namespace course {
+
+// A persistent CTA's work unit u (u = blockIdx.x, + gridDim.x, ...) in 05.05's kernels (bf16 and FP8):
+// BM query rows of one (batch, head). Heads are taken `group` at a time (the host picks a group whose
+// K and V fit in L2), and inside a group the units go query block by query block, `group` heads each --
+// causal: the last (longest) block first. A CTA's units then sample every block length evenly, and the
+// CTAs running at once share the K and V of a few heads in L2. n_tiles: the key tiles of BN the unit
+// visits (causal tiles wholly above the diagonal skipped); qh, kh: its Q head and K/V head (GQA).
+struct Flash3Unit { int r0, qh, kh, n_tiles; };
+
+template <int BM, int BN>
+__device__ __forceinline__ Flash3Unit flash3_unit(int u, int mblocks, int Sk, int B, int H, int Hkv, int group,
+                                                  int causal) {
+  const int g = u / (group * mblocks), gs = min(group, H * B - g * group), idx = u - g * group * mblocks;
+  const int lvl = idx / gs, hb = g * group + idx % gs, h = hb % H, b = hb / H;
+  const int mb = causal ? mblocks - 1 - lvl : lvl;
+  const int r0 = mb * BM, kv_end = causal ? min(Sk, r0 + BM) : Sk;
+  return Flash3Unit{r0, b * H + h, b * Hkv + h / (H / Hkv), (kv_end + BN - 1) / BN};
+}
+
+}  // namespace course
+
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
 
 namespace course {

@@ -4,7 +4,7 @@
 #include "wgmma.cuh"       // smem descriptors, wgmma fence/commit/wait, wgmma (A and B in shared memory)
 #include "pipeline.cuh"    // setmaxnreg, the bounded wait, mbar_arrive
 #include "attention.cuh"   // ex2, quad_max / quad_sum, ref_point, bf16_t (chapter 04)
-#include "flash3.cuh"      // the 3-D TMA load, wgmma with A from registers
+#include "flash3.cuh"      // the 3-D TMA load, the work units, wgmma with A from registers
 using course::TensorMap;
 using namespace attn;
 
@@ -50,20 +50,11 @@ flash3(const __grid_constant__ TensorMap q_map,    // Q as (B·H, Sq, D): boxes 
   auto k_slot = [&](int s) { return q_tile + C::Q_BYTES + s * C::KV_BYTES; };
   auto v_slot = [&](int s) { return q_tile + C::Q_BYTES + (S + s) * C::KV_BYTES; };
 
-  // Work unit u (u = blockIdx.x, + gridDim.x, ...): heads are taken `group` at a time (the host picks
-  // a group whose K and V fit in L2), and inside a group the units go query block by query block,
-  // `group` heads each -- causal: the last (longest) block first. A CTA's units then sample every
-  // block length evenly, and the CTAs running at once share the K and V of a few heads in L2. The
-  // key tiles a unit visits: causal tiles wholly above the diagonal are skipped.
+  // Work unit u (u = blockIdx.x, + gridDim.x, ...): BM query rows of one (batch, head), `group` heads at
+  // a time, causal: the longest block first; causal tiles above the diagonal skipped (flash3.cuh).
   const int mblocks = (Sq + BM - 1) / BM, units = mblocks * H * B;
-  struct Unit { int r0, qh, kh, n_tiles; };
-  auto unit = [&](int u) {
-    const int g = u / (group * mblocks), gs = min(group, H * B - g * group), idx = u - g * group * mblocks;
-    const int lvl = idx / gs, hb = g * group + idx % gs, h = hb % H, b = hb / H;
-    const int mb = causal ? mblocks - 1 - lvl : lvl;
-    const int r0 = mb * BM, kv_end = causal ? min(Sk, r0 + BM) : Sk;
-    return Unit{r0, b * H + h, b * Hkv + h / (H / Hkv), (kv_end + BN - 1) / BN};
-  };
+  using Unit = course::Flash3Unit;
+  auto unit = [&](int u) { return course::flash3_unit<BM, BN>(u, mblocks, Sk, B, H, Hkv, group, causal); };
 
   if (threadIdx.x == 0) {
     course::prefetch_tensormap(&q_map);

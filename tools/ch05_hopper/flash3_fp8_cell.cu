@@ -4,7 +4,7 @@
 #include "wgmma.cuh"       // smem descriptors, wgmma fence/commit/wait, wgmma m64n128k32 e4m3 (A and B in shared memory)
 #include "pipeline.cuh"    // setmaxnreg, the bounded wait, mbar_arrive
 #include "attention.cuh"   // ex2, quad_max / quad_sum, ref_point, bf16_t (chapter 04)
-#include "flash3.cuh"      // the 3-D TMA load (05.05's bf16 part)
+#include "flash3.cuh"      // the 3-D TMA load, the work units (05.05's bf16 part)
 #include "flash3_fp8.cuh"  // pack_e4m3x2, wgmma m64n128k32 e4m3 with A from registers
 using course::TensorMap;
 using namespace attn;
@@ -75,14 +75,8 @@ flash3_fp8(const __grid_constant__ TensorMap q_map,    // Q as (B·H, Sq, 128) b
 
   // Work units as in 05.05's bf16 kernel: BM query rows of one (batch, head), `group` heads at a time.
   const int mblocks = (Sq + BM - 1) / BM, units = mblocks * H * B;
-  struct Unit { int r0, qh, kh, n_tiles; };
-  auto unit = [&](int u) {
-    const int g = u / (group * mblocks), gs = min(group, H * B - g * group), idx = u - g * group * mblocks;
-    const int lvl = idx / gs, hb = g * group + idx % gs, h = hb % H, b = hb / H;
-    const int mb = causal ? mblocks - 1 - lvl : lvl;
-    const int r0 = mb * BM, kv_end = causal ? min(Sk, r0 + BM) : Sk;
-    return Unit{r0, b * H + h, b * Hkv + h / (H / Hkv), (kv_end + BN - 1) / BN};
-  };
+  using Unit = course::Flash3Unit;
+  auto unit = [&](int u) { return course::flash3_unit<BM, BN>(u, mblocks, Sk, B, H, Hkv, group, causal); };
 
   if (threadIdx.x == 0) {
     course::prefetch_tensormap(&q_map);
