@@ -21,45 +21,6 @@ __device__ __forceinline__ void wgmma_m64n64k32_e4m3(float (&d)[32], unsigned lo
 }
 
 
-// C (M, N) bf16 = (A · sa) (M, K) e4m3 · ((B · sb) (N, K) e4m3)^T with DeepSeek-style block scales:
-//   sa (M, K/128) fp32: one scale per row of A per 128-wide block of K   (1 × 128 blocks);
-//   sb (⌈N/128⌉, K/128) fp32: one per 128 × 128 block of B               (128 × 128 blocks).
-// C[m, n] = Σ_kb sa[m, kb] · sb[n/128, kb] · Σ_{k in kb} A[m, k] · B[n, k]. Both operands are
-// K-major (FP8 wgmma reads no other layout): B is the weight matrix as stored, (N, K).
-// 05.03's warp-specialized persistent kernel with TILE_K = 128 (one scale block per k tile, 128
-// bytes of fp8 per row: the 128-byte swizzle's span). Each consumer warpgroup runs the k tile's four
-// wgmma m64n128k32 into a fresh partial accumulator, waits for them, and PROMOTES: adds the partial,
-// times its two scales, to an fp32 accumulator in registers. FP8 wgmma's own accumulator keeps
-// fewer mantissa bits than fp32; it never sums more than 128 products here.
-// fp32 += e4m3 * e4m3, 64 x 192 x 32, both operands K-major in shared memory (a 128 x 192 tile's
-// consumer warpgroup: 96 accumulator registers, so a partial and an fp32 sum fit beside each other).
-__device__ __forceinline__ void wgmma_m64n192k32_e4m3(float (&d)[96], unsigned long long desc_a,
-                                                     unsigned long long desc_b, int scale_d) {
-  asm volatile(
-      "{\n .reg .pred p;\n setp.ne.b32 p, %98, 0;\n"
-      " wgmma.mma_async.sync.aligned.m64n192k32.f32.e4m3.e4m3 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
-      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
-      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
-      "}, %96, %97, p, 1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
-        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
-        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
-        "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
-        "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
-      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
-}
-
 __device__ __forceinline__ void wgmma_m64n96k32_e4m3(float (&d)[48], unsigned long long desc_a,
                                                     unsigned long long desc_b, int scale_d) {
   asm volatile(
@@ -78,16 +39,11 @@ __device__ __forceinline__ void wgmma_m64n96k32_e4m3(float (&d)[48], unsigned lo
       : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 }
 
-__device__ __forceinline__ void bar_arrive(unsigned id, unsigned threads) {
-  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
-}
-
 template <int R>
 __device__ __forceinline__ void wg_e4m3(float (&d)[R], unsigned long long da, unsigned long long db, int sd) {
-  if constexpr (R == 96) wgmma_m64n192k32_e4m3(d, da, db, sd);
-  else if constexpr (R == 48) wgmma_m64n96k32_e4m3(d, da, db, sd);
+  if constexpr (R == 48) wgmma_m64n96k32_e4m3(d, da, db, sd);
   else if constexpr (R == 32) wgmma_m64n64k32_e4m3(d, da, db, sd);
-  else course::wgmma_e4m3(d, da, db, sd);
+  else course::wgmma_e4m3(d, da, db, sd);             // N = 128, 192, 256: wgmma.cuh's
 }
 
 template <int BM, int BN, int STAGES_, int CLUSTER_, int GROUP_M_, int SUB_ = 1, int MODE_ = 0, int PWARP_ = 0, int PING_ = 0, int PREF_ = 0>
@@ -197,7 +153,7 @@ fp8_gemm(const __grid_constant__ TensorMap a_map,   // A (M, K) e4m3: box 128 co
     float part[BN / 2];                              // the wgmmas' accumulator: one k tile (128 products) only
     int it = 0;
     if constexpr (Cfg::PING)
-      if (wg == 2 && cluster < units) bar_arrive(3, 256);   // consumer 0 goes first
+      if (wg == 2 && cluster < units) course::named_barrier_arrive(3, 256);   // consumer 0 goes first
     for (int u = cluster; u < units; u += clusters) {
       int m0, n0;
       tile_of(u, m0, n0);
@@ -261,7 +217,7 @@ fp8_gemm(const __grid_constant__ TensorMap a_map,   // A (M, K) e4m3: box 128 co
               wg_e4m3(part, course::desc_advance(da, 32 * k), course::desc_advance(db, 32 * k), k > 0 ? 1 : 0);
             course::wgmma_commit();
             if constexpr (Cfg::PING)
-              if (wg == 1 || !(last && h == 1)) bar_arrive(4 - (wg - 1), 256);
+              if (wg == 1 || !(last && h == 1)) course::named_barrier_arrive(4 - (wg - 1), 256);
             course::wgmma_wait<0>();
             course::wgmma_fence_operand(part);
             if (h == 1) release(s);
@@ -357,7 +313,7 @@ fp8_gemm(const __grid_constant__ TensorMap a_map,   // A (M, K) e4m3: box 128 co
         // END SOLUTION
         course::wgmma_commit();
         if constexpr (Cfg::PING)
-          if (c == 0 || !(u + clusters >= units && kt == k_tiles - 1)) bar_arrive(3 + (1 - c), 256);   // your turn
+          if (c == 0 || !(u + clusters >= units && kt == k_tiles - 1)) course::named_barrier_arrive(3 + (1 - c), 256);   // your turn
         course::wgmma_wait<0>();
         course::wgmma_fence_operand(part);
         release(s);                                  // the slot's tiles are read: the producer may refill it
