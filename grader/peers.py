@@ -54,9 +54,19 @@ class Peer:
 _measured: dict = {}          # (label, size, bytes, flops) -> value, once per process
 
 
+def _key(peer: Peer, size, bytes_, flops) -> tuple:
+    return (peer.label, repr(size), bytes_, flops)
+
+
+def measured(peer: Peer, size, work: dict) -> bool:
+    """Whether ``peer`` was measured already in this process at ``size`` for ``work`` (bytes, flops):
+    a caller can then skip preparing inputs that ``measure`` would not use."""
+    return _key(peer, size, work.get("bytes"), work.get("flops")) in _measured
+
+
 def measure(peer: Peer, ctx: PeerInputs, budget_s: float = 3.0) -> tuple[str, float]:
     """(label, figure) of ``peer`` at ``ctx``: GB/s when the work is bytes, TFLOP/s when FLOPs."""
-    key = (peer.label, repr(ctx.size), ctx.bytes, ctx.flops)
+    key = _key(peer, ctx.size, ctx.bytes, ctx.flops)
     if key not in _measured:
         _measured[key] = _figure(peer, ctx, budget_s)
     label, value = _measured[key]

@@ -135,6 +135,29 @@ def test_a_peer_is_measured_once_per_size(monkeypatch):
     assert prepared == [(64, 64), (8, 8)] and len(calls) == 2
 
 
+def test_the_judge_prepares_a_peers_inputs_once_per_process(monkeypatch):
+    """The pre-warm skips a problem's benchmark inputs when its peer is measured already (a class of
+    submissions graded in one judge process), and still measures it the first time."""
+    from grader import peers
+    from grader.judge import judge
+    from grader.problems import elementwise as P
+
+    _fake_timing(monkeypatch)
+    monkeypatch.setattr(peers, "_measured", {})
+    monkeypatch.setattr("grader.cuda.toolchain.compute_capability", lambda: (9, 0))
+    monkeypatch.setattr("grader.arrays.device_args", lambda inputs, arrays: dict(inputs))
+    made, prepared = [], []
+    peer = peers.Peer("fake copy", lambda ctx: prepared.append(ctx.size) or (lambda: None), needs_torch=False)
+    real = P.vector_add.make_inputs
+    problem = P.vector_add.variant(peer=peer, make_inputs=lambda rng, size: made.append(size) or real(rng, size))
+    size = problem.bench_size
+    assert not peers.measured(peer, size, problem.work(size))
+    judge._prewarm_peer(problem)
+    assert peers.measured(peer, size, problem.work(size))
+    judge._prewarm_peer(problem)
+    assert made == [size] and prepared == [size]
+
+
 def test_best_names_the_faster_peer(monkeypatch):
     from grader import peers
     from grader import timing as bench
