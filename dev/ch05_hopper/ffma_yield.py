@@ -38,22 +38,29 @@ POLICIES = ("deepgemm", "yield_all", "stick_all", "yield4")
 
 
 def ffma_sites(cubin: bytes, symbol: str) -> list[tuple[int, str]]:
-    """(byte offset in the cubin, operand text) of each FFMA of function ``symbol``, in program order."""
-    funcs = parse_sass(run_cuobjdump("--dump-sass", cubin))
+    """(byte offset in the cubin, "Rd, Ra, Rb, Rc") of each unpredicated FFMA of function ``symbol``, in
+    program order, read off the encoding (no tool needed): low 16 bits 0x7223 (FFMA, three register
+    sources, predicate PT), Rd in bits 16..23, Ra 24..31, Rb 32..39, Rc in the high word's bits 0..7."""
     text = next(s for s in Cubin(cubin).sections if s.name == ".text." + symbol)
     out = []
-    for ins in funcs[symbol]:
-        if ins.opcode == "FFMA" and not ins.predicate:
-            at = text.offset + ins.offset
-            (lo,) = struct.unpack_from("<Q", cubin, at)
-            if lo & 0xFFF != FFMA_RRR:
-                raise ValueError(f"FFMA at {ins.offset:#x} has an unexpected encoding {lo:#018x}")
-            out.append((at, ins.operands))
+    for at in range(text.offset, text.offset + text.size, 16):
+        lo, hi = struct.unpack_from("<QQ", cubin, at)
+        if lo & 0xFFFF == 0x7000 | FFMA_RRR:
+            regs = (lo >> 16 & 0xFF, lo >> 24 & 0xFF, lo >> 32 & 0xFF, hi & 0xFF)
+            out.append((at, ", ".join(f"R{r}" if r != 255 else "RZ" for r in regs)))
     return out
 
 
+def check_sites(cubin: bytes, symbol: str) -> None:
+    """The decoded FFMAs against cuobjdump's listing (where cuobjdump is installed)."""
+    text = next(s for s in Cubin(cubin).sections if s.name == ".text." + symbol)
+    listed = [(text.offset + i.offset, re.sub(r"\.reuse", "", i.operands))
+              for i in parse_sass(run_cuobjdump("--dump-sass", cubin))[symbol] if i.opcode == "FFMA" and not i.predicate]
+    assert listed == ffma_sites(cubin, symbol), "the FFMA decoding disagrees with cuobjdump"
+
+
 def _b_register(operands: str) -> str:
-    regs = re.findall(r"\bR\d+", operands)
+    regs = re.findall(r"\bR\d+|\bRZ", operands)
     return regs[2] if len(regs) >= 3 else ""
 
 
@@ -115,4 +122,6 @@ if __name__ == "__main__":
     src, sym, pol, dst = sys.argv[1:5]
     cub, changed, found = patch(Path(src).read_bytes(), sym, pol)
     Path(dst).write_bytes(cub)
-    print(f"{pol}: {changed} of {found} FFMAs changed")
+    check_sites(Path(src).read_bytes(), sym)
+    check_sites(cub, sym)
+    print(f"{pol}: {changed} of {found} FFMAs changed (decoding checked against cuobjdump)")

@@ -60,7 +60,11 @@ def build():
     for label, key, kernel, policy in plan:
         mod = mods[key]
         if policy:
-            mod, changed, found = Y.patched_module(mod, kernel, policy)
+            try:
+                mod, changed, found = Y.patched_module(mod, kernel, policy)
+            except Exception as e:
+                print(f"PATCH {label}: failed: {str(e)[:300]}", flush=True)
+                continue
             print(f"PATCH {label}: {changed} of {found} FFMAs changed", flush=True)
             if changed == 0:
                 continue
