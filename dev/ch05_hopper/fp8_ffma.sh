@@ -4,7 +4,7 @@
 set -u
 out=$1
 mkdir -p "$out"
-source .carry/dev_env.sh || exit 1
+source "${ENV_SH:-.carry/dev_env.sh}" || exit 1
 export GRADER_BWRAP=$PWD/.carry/bwrap/bwrap GRADER_GPU_TIMEOUT=20 GRADER_CACHE_DIR=/tmp/grader-cache
 log="$out/fp8_ffma.log"
 { nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader; date -u; \
