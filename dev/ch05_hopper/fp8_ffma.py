@@ -29,7 +29,16 @@ REF, NO_TURNS = G.LESSON, G.NO_TURNS
 HAND = {h: f"fp8_gemm<Fp8<128, 192, 4, 1, 8, true, {h}>>" for h in (1, 2, 3, 4)}   # handoff.patch's HANDOFF
 NOPROMO = "fp8_gemm<Fp8<128, 192, 4, 1, 8, true, 0, true>>"
 CEILING = "fp8_gemm<Fp8<128, 192, 4, 1, 8, 1, 1>>"
-# (label, module key, kernel, SASS policy or None); modules: "cell", "handoff", "ceiling"
+# lean.patch (handoff.patch + DESC: descriptors made ahead, EARLY: scales loaded at the loop top)
+LEAN = {"lean": "fp8_gemm<Fp8<128, 192, 4, 1, 8, true, 0, false, false, true>>",
+        "lean+early": "fp8_gemm<Fp8<128, 192, 4, 1, 8, true, 0, false, false, true, true>>",
+        "lean noturns": "fp8_gemm<Fp8<128, 192, 4, 1, 8, false, 0, false, false, true>>",
+        "lean handoff2": "fp8_gemm<Fp8<128, 192, 4, 1, 8, true, 2, false, false, true>>",
+        "lean 2-CTA clusters": "fp8_gemm<Fp8<128, 192, 4, 2, 8, true, 0, false, false, true>>",
+        "lean GROUP_M 16": "fp8_gemm<Fp8<128, 192, 4, 1, 16, true, 0, false, false, true>>",
+        "lean+late": "fp8_gemm<Fp8<128, 192, 4, 1, 8, true, 0, false, false, true, false, true>>",
+        "lean+early+late": "fp8_gemm<Fp8<128, 192, 4, 1, 8, true, 0, false, false, true, true, true>>"}
+# (label, module key, kernel, SASS policy or None); modules: "cell", "handoff", "lean", "ceiling"
 PLAN = [("ref", "cell", REF, None), ("ref+deepgemm", "cell", REF, "deepgemm"),
         ("ref+yield_all", "cell", REF, "yield_all"), ("ref+stick_all", "cell", REF, "stick_all"),
         ("ref+yield4", "cell", REF, "yield4"),
@@ -38,6 +47,8 @@ PLAN = [("ref", "cell", REF, None), ("ref+deepgemm", "cell", REF, "deepgemm"),
         ("handoff1", "handoff", HAND[1], None), ("handoff2", "handoff", HAND[2], None),
         ("handoff3", "handoff", HAND[3], None), ("handoff4", "handoff", HAND[4], None),
         ("handoff2+yield_all", "handoff", HAND[2], "yield_all"), ("handoff2+stick_all", "handoff", HAND[2], "stick_all"),
+        *[(label, "lean", k, None) for label, k in LEAN.items()],
+        ("lean+yield_all", "lean", LEAN["lean"], "yield_all"),
         ("nopromo TIMING ONLY", "handoff", NOPROMO, None), ("ceiling TIMING ONLY", "ceiling", CEILING, None)]
 SMOKE = G.SMOKE                     # 6 shapes, 4 of them ragged (not multiples of the tile)
 
@@ -52,6 +63,9 @@ def build():
     if "handoff" in need:
         mods["handoff"] = G.module(list(HAND.values()) + [NOPROMO], "ffhand",
                                    variant_source(HERE / "fp8_variants" / "handoff.patch", G.CELL_FILE))
+    if "lean" in need:
+        mods["lean"] = G.module(list(LEAN.values()), "fflean",
+                                variant_source(HERE / "fp8_variants" / "lean.patch", G.CELL_FILE))
     if "ceiling" in need:
         mods["ceiling"] = G.module([CEILING], "ffceil", (HERE / "fp8_explore.cu").read_text())
     for name, m in mods.items():

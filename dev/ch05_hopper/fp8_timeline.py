@@ -10,6 +10,7 @@ clock), and a few k tiles of both consumers on one time axis. A diagnostic: not 
 """
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -29,6 +30,8 @@ KERNELS = {"ref": "fp8_gemm<Fp8<128, 192, 4, 1, 8, true, 0, false, true>>",
            "nopromo": "fp8_gemm<Fp8<128, 192, 4, 1, 8, true, 0, true, true>>",
            "handoff2": "fp8_gemm<Fp8<128, 192, 4, 1, 8, true, 2, false, true>>",
            "noturns": "fp8_gemm<Fp8<128, 192, 4, 1, 8, false, 0, false, true>>"}
+LEAN = {"lean": "fp8_gemm<Fp8<128, 192, 4, 1, 8, true, 0, false, true, true>>",       # lean.patch, STAMP + DESC
+        "lean+late": "fp8_gemm<Fp8<128, 192, 4, 1, 8, true, 0, false, true, true, false, true>>"}
 PHASES = ["turn wait", "issue", "next slot", "wgmma wait", "promote", "to next top"]
 
 
@@ -37,15 +40,19 @@ def main(n=8192):
 
     mod = G.module(list(KERNELS.values()), "fp8tl", variant_source(HERE / "fp8_variants" / "timeline.patch", G.CELL_FILE))
     print("BUILD", mod.summary().strip(), flush=True)
+    lean = G.module(list(LEAN.values()), "fp8tll", variant_source(HERE / "fp8_variants" / "lean.patch", G.CELL_FILE))
+    kernels = {**{label: (mod, k) for label, k in KERNELS.items()}, **{label: (lean, k) for label, k in LEAN.items()}}
+    only = [x for x in os.environ.get("TL_ONLY", "").split(",") if x]
+    kernels = {label: v for label, v in kernels.items() if not only or label in only}
     inp = F.fp8_gemm.make_inputs(np.random.default_rng(0), Shape(n, n, n))
     a, b = torch.from_numpy(inp["a"]).cuda(), torch.from_numpy(inp["b"]).cuda()
     sa0, sb = torch.from_numpy(inp["sa"]).cuda(), torch.from_numpy(inp["sb"]).cuda()
     extra = 16 + 2 * 6 * 64
-    for label, k in KERNELS.items():
+    for label, (m, k) in kernels.items():
         sa = torch.zeros(sa0.numel() + extra, device="cuda", dtype=torch.float32)
         sa[: sa0.numel()] = sa0.flatten()
         c = torch.empty((n, n), device="cuda", dtype=torch.bfloat16)
-        launch = F.fp8_gemm_launch(mod[k])
+        launch = F.fp8_gemm_launch(m[k])
         for _ in range(3):
             launch(a, b, sa[: sa0.numel()].view(sa0.shape), sb, c)
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
