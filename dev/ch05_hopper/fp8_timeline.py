@@ -31,7 +31,10 @@ KERNELS = {"ref": "fp8_gemm<Fp8<128, 192, 4, 1, 8, true, 0, false, true>>",
            "handoff2": "fp8_gemm<Fp8<128, 192, 4, 1, 8, true, 2, false, true>>",
            "noturns": "fp8_gemm<Fp8<128, 192, 4, 1, 8, false, 0, false, true>>"}
 LEAN = {"lean": "fp8_gemm<Fp8<128, 192, 4, 1, 8, true, 0, false, true, true>>",       # lean.patch, STAMP + DESC
-        "lean+late": "fp8_gemm<Fp8<128, 192, 4, 1, 8, true, 0, false, true, true, false, true>>"}
+        "lean+late": "fp8_gemm<Fp8<128, 192, 4, 1, 8, true, 0, false, true, true, false, true>>",
+        # not run yet: the turn handed over after the promotion, so no wgmma runs while a consumer
+        # promotes; its promotion phase against lean's tells whether the other consumer's wgmmas slow the FFMAs
+        "lean serial": "fp8_gemm<Fp8<128, 192, 4, 1, 8, true, 5, false, true, true>>"}
 PHASES = ["turn wait", "issue", "next slot", "wgmma wait", "promote", "to next top"]
 
 
