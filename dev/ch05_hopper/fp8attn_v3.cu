@@ -1,0 +1,407 @@
+%%cuda f8 --arch sm_90a -k "flash3_fp8<F8<0, 0, 1>>" -k "flash3_fp8<F8<0, 1, 1>>" -k "flash3_fp8<F8<0, 0, 0>>" -k "flash3_fp8<F8<0, 0, 1, 4>>" -k "flash3_fp8<F8<0, 0, 1, 6>>"
+#include "course.cuh"      // the launch contract, smem_u32
+#include "tma.cuh"         // TensorMap, mbarrier
+#include "wgmma.cuh"       // smem descriptors, wgmma fence/commit/wait, wgmma m64n128k32 e4m3 (A and B in shared memory)
+#include "pipeline.cuh"    // setmaxnreg, the bounded wait, mbar_arrive
+#include "attention.cuh"   // ex2, quad_max / quad_sum, ref_point, bf16_t (chapter 04)
+#include "flash3.cuh"      // the 3-D TMA load, the work units (05.05's bf16 part)
+#include "flash3_fp8.cuh"  // pack_e4m3x2, wgmma m64n128k32 e4m3 with A from registers
+using course::TensorMap;
+using namespace attn;
+
+// O (B, H, Sq, 128) bf16 = softmax(Q Kᵀ · qd · kd / √d [+ causal mask]) V · vd, from e4m3 inputs:
+//   Q (B, H, Sq, 128) and K (B, Hkv, Sk, 128), row-major; V stored TRANSPOSED, Vt (B, Hkv, 128, Sk_pad)
+//   (Sk_pad = Sk rounded up to 16: TMA's 16-byte row pitch; the tensor map stops at Sk, so what the
+//   padding holds is never read); qd (B, H), kd and vd (B, Hkv): fp32 descales, one per head.
+// 05.05's bf16 kernel with FP8 operands: persistent, a producer warpgroup streaming K and Vt tiles of
+// 128 keys through a ring of STAGES slots, two consumer warpgroups of 64 query rows, the intra-warpgroup
+// overlap: S_j's softmax runs while P V_{j-1} is on the tensor core, P V_{j-1} waited for at the top of
+// the next iteration (05.05's fix: after the barrier waits, which ptxas does not move code across).
+// Ping-pong (PINGPONG = 1) is not built: with that late wait ptxas serializes its wgmmas (C7519, "WG.AR
+// in divergent path"), and before it, it measured 3-4 points slower (run 3). What changes:
+//   * S = Q Kᵀ: 4 wgmma m64n128k32 e4m3 (both K-major, as 05.04's GEMM): rows of 128 bytes, +32 per k32;
+//   * O += P V: FP8 wgmma reads B only K-major, i.e. V as (d, keys) with keys contiguous: Vt's tile
+//     (128 rows of d × 128 keys) is exactly that. P comes from registers, rounded to e4m3 and moved
+//     between the four lanes of a quad into the A fragment's places (to_a_fragment, below);
+//   * the descales: qd · kd joins the softmax's scale, vd multiplies O in the epilogue;
+//   * P is computed as 2^(s − max + 8): its largest value is 256, so that the probabilities down to
+//     2^-14 of the max stay normal e4m3 numbers (relative error ≤ 2^-4); l sums the same values, the 2^8
+//     cancels in O / l.
+//   * LAZY: the running max moves (and O, l are rescaled) only when a row's new max exceeds it by more
+//     than LAZY_GAP = log2(448 / 256): below that P stays ≤ 448, still an e4m3 number (FA4's conditional
+//     rescaling, made safe by P's headroom); the decision is per warp, so a warp skips its 64 FMULs;
+//   * TREE: the row max and sum over a thread's 32 values in four independent chains, not one.
+//   POLY_: of every 8 exponentials of P, that many computed with 05.06's cubic on the FMA units (FA4's
+//     split: MUFU.EX2 does 16 a clock an SM, as many as the FP8 tensor core's work asks for); 0: none.
+//   STAGES_: the ring's slots (0, the default: 5; 16 KiB a tile, 177 KiB in all; the ablation times 4 and 6).
+// The reference is F8<0, 0, 1>; the others are the ablation's (results/ch05/fp8attn_*).
+//   PERM_ 1: Vt's keys stored permuted within each group of 16 (the input preparation's choice,
+//     perm_vt below): the accumulator's places ARE the A fragment's, P is packed with no shuffle;
+//     Vt's padding then holds zeros and is read (the tensor map runs to Sk_pad).
+//   BN_: keys a tile, 128 or 192 (FA3 takes 224 for FP8 d128); above 128 Vt's tile comes in boxes of
+//     64 keys with the 64-byte swizzle (a 128-byte-swizzled row holds 128 keys at most).
+//   ONES_ 1: l, the row sums of P, from the tensor core: Vt's tile gets 8 more rows of d, all e4m3 ones
+//     (written once), and P V becomes m64n136k32: its columns 128 … 135 are Σ P. No FADD per score.
+template <int PINGPONG_, int LAZY_, int TREE_, int STAGES_ = 0, int POLY_ = 0, int PERM_ = 0, int BN_ = 128, int ONES_ = 0>
+struct F8 {
+  static constexpr bool ONES = ONES_;
+  static constexpr int VROWS = ONES_ ? 136 : 128;                // rows of d in a Vt slot (+ 8 rows of ones)
+  static constexpr int D = 128, BM = 128, BN = BN_, STAGES = STAGES_ ? STAGES_ : (BN_ == 128 ? 5 : 4);
+  static constexpr bool PERM = PERM_;
+  static constexpr int VBOX = BN == 128 ? 128 : 64;              // keys per TMA box of Vt
+  static_assert(BN == 128 || BN == 192 || BN == 256, "BN: 128, 192 or 256");
+  static constexpr bool PINGPONG = PINGPONG_, LAZY = LAZY_, TREE = TREE_;
+  static constexpr int POLY = POLY_;                               // of every 8 exponentials, POLY on the FMA units
+  static constexpr float LAZY_GAP = 0.8f;                        // < log2(448 / 256) = 0.807
+  static constexpr int CONSUMERS = 2, THREADS = 384;
+  static constexpr int Q_BYTES = BM * D, KV_BYTES = BN * D;      // one byte an element: 16 KiB a tile
+  static constexpr int VCHUNK = VBOX * VROWS, V_BYTES = VCHUNK * (BN / VBOX);   // a Vt slot: BN / VBOX boxes
+  static constexpr int SMEM_BYTES = Q_BYTES + STAGES * (KV_BYTES + V_BYTES) + 1024;   // + 1 KiB to align to the swizzle
+  static constexpr int PRODUCER_REGS = 24, CONSUMER_REGS = 240;
+  static constexpr int TILE_M = BM, TILE_N = BN, TILE_K = D;     // the launch contract (course.cuh)
+  static constexpr float P_SHIFT = 8.f;                          // P's largest value: 2^8
+};
+
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// D (64 x 136, fp32) += A (64 x 32 e4m3, registers) * B (32 x 136 e4m3, shared memory, K-major): P V with
+// 8 more columns of B, all ones, whose accumulator columns are then the row sums of P (ONES below).
+__device__ __forceinline__ void wgmma_m64n136k32_rs_e4m3(float (&d)[68], const unsigned (&a)[4], unsigned long long desc_b) {
+  asm volatile(
+      "{\n .reg .pred p;\n setp.ne.b32 p, 1, 0;\n wgmma.mma_async.sync.aligned.m64n136k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67}, {%68, %69, %70, %71}, %72, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b));
+}
+#endif
+
+// 2^x on the FMA units for x ≤ 9 (05.06's cubic on [0, 1]): n = x − 0.5 rounded by adding 1.5·2^23 (its
+// low bits are then n), f = x − n, p(f) · 2^n by adding n to the exponent; below -125: 2^-125, not 0.
+__device__ __forceinline__ float ex2_fma(float x) {
+  constexpr float C0 = 0.999900288f, C1 = 0.696324771f, C2 = 0.224693156f, C3 = 0.078967257f, MAGIC = 12582912.f;
+  x = fmaxf(x, -125.f);
+  const float t = __fadd_rn(__fadd_rn(x, -0.5f), MAGIC), f = __fsub_rn(x, __fsub_rn(t, MAGIC));
+  const float p = fmaf(fmaf(fmaf(C3, f, C2), f, C1), f, C0);
+  return __int_as_float(__float_as_int(p) + (__float_as_int(t) << 23));
+}
+
+template <class C>
+__global__ void __launch_bounds__(C::THREADS, 1)
+flash3_fp8(const __grid_constant__ TensorMap q_map,    // Q as (B·H, Sq, 128) bytes: boxes of 128 × BM rows × 1 head
+           const __grid_constant__ TensorMap k_map,    // K as (B·Hkv, Sk, 128): boxes of 128 × BN rows
+           const __grid_constant__ TensorMap vt_map,   // Vt as (B·Hkv, 128, Sk): boxes of BN keys × 128 rows of d
+           const float* __restrict__ qd, const float* __restrict__ kd, const float* __restrict__ vd,
+           bf16_t* __restrict__ O, int Sq, int Sk, int B, int H, int Hkv, int group, float scale_log2, int causal) {
+  constexpr int D = C::D, BM = C::BM, BN = C::BN, S = C::STAGES;
+  extern __shared__ unsigned char smem_raw[];
+  __shared__ unsigned long long q_full, q_empty, k_full[S], k_empty[S], v_full[S], v_empty[S], turn[2];
+  unsigned char* q_tile = smem_raw + ((1024 - (course::smem_u32(smem_raw) & 1023)) & 1023);
+  auto k_slot = [&](int s) { return q_tile + C::Q_BYTES + s * C::KV_BYTES; };
+  auto v_slot = [&](int s) { return q_tile + C::Q_BYTES + S * C::KV_BYTES + s * C::V_BYTES; };
+  if constexpr (C::ONES) {                               // rows 128 … 135 of every Vt box: e4m3 1.0 (0x38)
+    for (int i = threadIdx.x; i < S * (BN / C::VBOX) * C::VBOX * 8 / 4; i += blockDim.x) {
+      const int box = i / (C::VBOX * 2), off = i % (C::VBOX * 2);
+      *reinterpret_cast<unsigned*>(q_tile + C::Q_BYTES + S * C::KV_BYTES + box * C::VCHUNK + C::VBOX * 128 + 4 * off) = 0x38383838u;
+    }
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");   // read next by the tensor core
+  }
+
+  // Work units as in 05.05's bf16 kernel: BM query rows of one (batch, head), `group` heads at a time.
+  const int mblocks = (Sq + BM - 1) / BM, units = mblocks * H * B;
+  using Unit = course::Flash3Unit;
+  auto unit = [&](int u) { return course::flash3_unit<BM, BN>(u, mblocks, Sk, B, H, Hkv, group, causal); };
+
+  if (threadIdx.x == 0) {
+    course::prefetch_tensormap(&q_map);
+    course::prefetch_tensormap(&k_map);
+    course::prefetch_tensormap(&vt_map);
+    course::mbar_init(&q_full, 1);
+    course::mbar_init(&q_empty, C::CONSUMERS);
+    for (int s = 0; s < S; ++s) {
+      course::mbar_init(&k_full[s], 1);
+      course::mbar_init(&v_full[s], 1);
+      course::mbar_init(&k_empty[s], C::CONSUMERS);
+      course::mbar_init(&v_empty[s], C::CONSUMERS);
+    }
+    course::mbar_init(&turn[0], 4);
+    course::mbar_init(&turn[1], 4);
+    course::fence_mbarrier_init();
+  }
+  __syncthreads();
+
+  const int wg = threadIdx.x / 128 - 1;                  // consumer index 0, 1; -1: the producer
+  if (wg < 0) {
+    // ---------------------------------------------------------------- the producer warpgroup
+    course::setmaxnreg_dec<C::PRODUCER_REGS>();
+    if (threadIdx.x == 0 && Sk > 0) {
+      int it = 0, tq = 0;
+      for (int u = blockIdx.x; u < units; u += gridDim.x, ++tq) {
+        const Unit w = unit(u);
+        course::mbar_wait_or_trap(&q_empty, (tq & 1) ^ 1);
+        course::mbar_arrive_expect_tx(&q_full, C::Q_BYTES);
+        course::tma_load_3d(q_tile, &q_map, 0, w.r0, w.qh, &q_full);
+        for (int j = 0; j < w.n_tiles; ++j, ++it) {
+          const int s = it % S, parity = ((it / S) & 1) ^ 1;
+          course::mbar_wait_or_trap(&k_empty[s], parity);
+          course::mbar_arrive_expect_tx(&k_full[s], C::KV_BYTES);
+          course::tma_load_3d(k_slot(s), &k_map, 0, j * BN, w.kh, &k_full[s]);
+          course::mbar_wait_or_trap(&v_empty[s], parity);
+          course::mbar_arrive_expect_tx(&v_full[s], C::KV_BYTES);    // the TMA part: BN keys × 128 rows
+#pragma unroll
+          for (int c = 0; c < BN / C::VBOX; ++c)                                 // keys j·BN …, all 128 rows of d
+            course::tma_load_3d(v_slot(s) + c * C::VCHUNK, &vt_map, j * BN + c * C::VBOX, 0, w.kh, &v_full[s]);
+        }
+      }
+    }
+    return;
+  }
+  // ---------------------------------------------------------------- the consumer warpgroups
+  course::setmaxnreg_inc<C::CONSUMER_REGS>();
+  const int tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32, quad = lane % 4;
+  const int rows = 64 * wg + 16 * warp + lane / 4;      // this thread's rows of a unit: rows and rows + 8
+  if (Sk == 0) {                                        // no key: O = 0
+    for (int u = blockIdx.x; u < units; u += gridDim.x) {
+      const Unit w = unit(u);
+#pragma unroll
+      for (int i = 0; i < D / 2; i += 2) {
+        const int row = w.r0 + rows + 8 * ((i >> 1) & 1);
+        if (row < Sq) *reinterpret_cast<unsigned*>(O + ((size_t)w.qh * Sq + row) * D + course::wgmma_acc_col(i)) = 0u;
+      }
+    }
+    return;
+  }
+  const bool signaller = tid == 0;
+
+  int turns = 0;
+  auto my_turn = [&] {
+    if constexpr (C::PINGPONG) course::mbar_wait_or_trap(&turn[wg], turns & 1);
+    ++turns;
+  };
+  auto pass_turn = [&] {
+    if constexpr (C::PINGPONG) {
+      if (lane == 0) course::mbar_arrive(&turn[wg ^ 1]);
+    }
+  };
+  if (C::PINGPONG && wg == 1) pass_turn();
+
+  constexpr int NS = BN / 2, NO = D / 2, NOA = C::ONES ? NO + 4 : NO;
+  float s_acc[NS], o_acc[NOA];                          // ONES: o_acc[64 … 67] are l (rows g, g + 8)
+  unsigned p[BN / 8];                                    // P in e4m3, four to a register, in the A fragment's places
+  float m[2], l[2];
+  float sc_log2 = 0.f;                                   // the unit's scale of S: log2(e) / √d · qd · kd
+  Unit w;
+  int it = 0;
+
+  auto issue_qk = [&](int j) {                           // S = Q K_jᵀ: 4 wgmma m64n128k32, +32 bytes a step
+    const unsigned qa = course::smem_u32(q_tile) + wg * 64 * 128, kb = course::smem_u32(k_slot((it + j) % S));
+#pragma unroll
+    for (int kk = 0; kk < D / 32; ++kk)
+      course::wgmma_e4m3(s_acc, course::make_smem_desc(qa + 32 * kk, 16, 1024, course::DESC_SWIZZLE_128B),
+                         course::make_smem_desc(kb + 32 * kk, 16, 1024, course::DESC_SWIZZLE_128B), kk > 0 ? 1 : 0);
+  };
+  auto issue_pv = [&](int j) {                           // O += P V_j: 4 wgmma m64n128k32, A = P from registers
+    const unsigned vb = course::smem_u32(v_slot((it + j) % S));
+#pragma unroll
+    for (int kk = 0; kk < BN / 32; ++kk) {
+      const unsigned a[4] = {p[4 * kk], p[4 * kk + 1], p[4 * kk + 2], p[4 * kk + 3]};
+      const unsigned long long desc = C::VBOX == 128
+          ? course::make_smem_desc(vb + 32 * kk, 16, 1024, course::DESC_SWIZZLE_128B)
+          : course::make_smem_desc(vb + (kk / 2) * C::VCHUNK + 32 * (kk % 2), 16, 512, course::DESC_SWIZZLE_64B);  // 64-key boxes: 512-B atoms
+      if constexpr (C::ONES) wgmma_m64n136k32_rs_e4m3(o_acc, a, desc);
+      else course::wgmma_m64n128k32_rs_e4m3(o_acc, a, desc);
+    }
+  };
+  auto release = [&](unsigned long long* bar) {
+    if (signaller) course::mbar_arrive(bar);
+  };
+
+  auto softmax = [&](int j, float (&alpha)[2]) -> bool {   // true: O and l must be rescaled by alpha
+    const bool masked = j * BN + BN > Sk || (causal && j * BN + BN - 1 > w.r0 + 64 * wg);
+    if (masked) {
+#pragma unroll
+      for (int i = 0; i < NS; ++i) {
+        const int col = j * BN + course::wgmma_acc_col(i), row = w.r0 + rows + 8 * ((i >> 1) & 1);
+        if (col >= Sk || (causal && col > row)) s_acc[i] = -INFINITY;
+      }
+    }
+    constexpr int CH = C::TREE ? 4 : 1;                  // independent chains per row
+    float mc[2][CH];
+#pragma unroll
+    for (int c = 0; c < CH; ++c) mc[0][c] = mc[1][c] = -INFINITY;
+#pragma unroll
+    for (int i = 0; i < NS; ++i) mc[(i >> 1) & 1][(i >> 2) % CH] = fmaxf(mc[(i >> 1) & 1][(i >> 2) % CH], s_acc[i]);
+    float mx[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float v = mc[r][0];
+#pragma unroll
+      for (int c = 1; c < CH; ++c) v = fmaxf(v, mc[r][c]);
+      mx[r] = fmaxf(m[r], quad_max(v) * sc_log2);        // sc_log2 > 0: the max of the scaled scores
+    }
+    bool move = true;
+    if constexpr (C::LAZY) move = __any_sync(0xffffffffu, mx[0] > m[0] + C::LAZY_GAP || mx[1] > m[1] + C::LAZY_GAP);
+    float ref[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const float keep = move ? mx[r] : m[r];
+      ref[r] = ref_point(keep);
+      alpha[r] = move ? ex2(m[r] - ref[r]) : 1.f;        // 0 while the row had no score (m = -inf)
+      m[r] = keep;
+      ref[r] -= C::P_SHIFT;                              // P = 2^(s − m + 8): at most 256 (448 with LAZY)
+    }
+    float sc[2][CH];
+#pragma unroll
+    for (int c = 0; c < CH; ++c) sc[0][c] = sc[1][c] = 0.f;
+#pragma unroll
+    for (int i = 0; i < NS; ++i) {
+      const float x = fmaf(s_acc[i], sc_log2, -ref[(i >> 1) & 1]);
+      s_acc[i] = (i & 7) < C::POLY ? ex2_fma(x) : ex2(x);
+      if constexpr (!C::ONES) sc[(i >> 1) & 1][(i >> 2) % CH] += s_acc[i];
+    }
+    if constexpr (C::ONES) return move;                  // l is in o_acc, rescaled with O
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float sum = sc[r][0];
+#pragma unroll
+      for (int c = 1; c < CH; ++c) sum += sc[r][c];
+      l[r] = move ? l[r] * alpha[r] + sum : l[r] + sum;
+    }
+    return move;
+  };
+  auto rescale_o = [&](const float (&alpha)[2]) {      // skipped when no row of the warp has a new max
+    if (!__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) return;
+#pragma unroll
+    for (int i = 0; i < NOA; ++i) o_acc[i] *= alpha[(i >> 1) & 1];
+  };
+  // P (fp32, S's accumulator places) -> e4m3 in the A fragment's places, 32 keys (one k32 step) at a time.
+  // For keys 32kk … 32kk + 31, lane q of a quad holds, in rows g and g + 8, the columns 8c + 2q and
+  // 8c + 2q + 1 (c = 0 … 3): elements 16kk + 4c + {0, 1} (row g) and + {2, 3} (row g + 8). Rounded,
+  // those make r[c] = {row g pair, row g + 8 pair}. The A fragment wants in lane q' the columns 4q' … 4q' + 3
+  // (a[0], a[1]) and 16 + 4q' … (a[2], a[3]): the pairs of lanes e = 2(q' % 2) and e + 1 from block
+  // c = q' / 2 (and 2 + q' / 2). Two shuffles a half: in the first every lane sends r[0] if it is even and
+  // r[1] if odd (the second: the other one), and lane q' reads lane e + q'/2, then lane e + 1 − q'/2.
+  auto to_a_fragment = [&] {
+    const int base = lane & ~3, odd = quad & 1, hi = quad >> 1;
+    const int src1 = base + 2 * odd + hi, src2 = base + 2 * odd + 1 - hi;
+#pragma unroll
+    for (int kk = 0; kk < BN / 32; ++kk) {
+      if constexpr (C::PERM) {                           // keys permuted in Vt: pack, nothing moves
+        const float* x = s_acc + 16 * kk;
+#pragma unroll
+        for (int h = 0; h < 4; ++h)                      // a[h]: row g (h even) or g + 8, keys 16(h/2) …
+          p[4 * kk + h] = course::pack_e4m3x2(x[8 * (h >> 1) + 2 * (h & 1)], x[8 * (h >> 1) + 2 * (h & 1) + 1]) |
+                          (course::pack_e4m3x2(x[8 * (h >> 1) + 2 * (h & 1) + 4], x[8 * (h >> 1) + 2 * (h & 1) + 5]) << 16);
+        continue;
+      }
+      unsigned r[4];
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const int i = 16 * kk + 4 * c;
+        r[c] = course::pack_e4m3x2(s_acc[i], s_acc[i + 1]) | (course::pack_e4m3x2(s_acc[i + 2], s_acc[i + 3]) << 16);
+      }
+      // BEGIN SOLUTION
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {                      // h = 0: columns 0 … 15 (a[0], a[1]); 1: 16 … 31
+        const unsigned even_first = (quad & 1) ? r[2 * h + 1] : r[2 * h], odd_first = (quad & 1) ? r[2 * h] : r[2 * h + 1];
+        const unsigned x1 = __shfl_sync(0xffffffffu, even_first, src1), x2 = __shfl_sync(0xffffffffu, odd_first, src2);
+        const unsigned e = hi ? x2 : x1, o = hi ? x1 : x2;   // from lane e (columns 4q', 4q'+1) and e + 1
+        p[4 * kk + 2 * h] = __byte_perm(e, o, 0x5410);       // row g:     e's low pair, o's low pair
+        p[4 * kk + 2 * h + 1] = __byte_perm(e, o, 0x7632);   // row g + 8: their high pairs
+      }
+      // END SOLUTION
+    }
+  };
+
+  // P V_t is done: O and P's registers are ours again, V_t's slot goes back to the producer.
+  auto pv_done = [&](int t) {
+    course::wgmma_wait<0>();
+    course::wgmma_fence_operand(o_acc);
+    release(&v_empty[(it + t) % S]);
+  };
+
+  int tq = 0;
+  for (int u = blockIdx.x; u < units; u += gridDim.x, ++tq) {
+    w = unit(u);
+    const int n = w.n_tiles;
+    // BEGIN SOLUTION
+    sc_log2 = scale_log2 * __ldg(qd + w.qh) * __ldg(kd + w.kh);
+    // END SOLUTION
+    const float v_scale = __ldg(vd + w.kh);
+#pragma unroll
+    for (int i = 0; i < NOA; ++i) o_acc[i] = 0.f;
+    m[0] = m[1] = -INFINITY;
+    l[0] = l[1] = 0.f;
+    course::mbar_wait_or_trap(&q_full, tq & 1);
+    float alpha[2];
+    course::mbar_wait_or_trap(&k_full[it % S], (it / S) & 1);
+    my_turn();
+    course::wgmma_fence_operand(s_acc);
+    course::wgmma_fence();
+    issue_qk(0);
+    course::wgmma_commit();
+    pass_turn();
+    course::wgmma_wait<0>();
+    course::wgmma_fence_operand(s_acc);
+    release(&k_empty[it % S]);
+    if (n == 1) release(&q_empty);
+    softmax(0, alpha);
+    bool move = false;                                   // O is zero: nothing to rescale
+    // Tile j: P V_{j-2} waited for, O rescaled, P_{j-1} moved into the A fragment, then S_j = Q K_jᵀ and
+    // O += P_{j-1} V_{j-1} issued (holding the turn only for that); S_j's softmax runs while P V_{j-1} is
+    // on the tensor core. P V_{j-1} is waited for at the top of the NEXT iteration, after the barrier
+    // waits: ptxas does not move code across those loops (with the wait right after the softmax, in the
+    // same basic block, it hoisted the wait above the softmax, and nothing overlapped).
+    for (int j = 1; j < n; ++j) {
+      const int s = (it + j) % S, sp = (it + j - 1) % S;
+      course::mbar_wait_or_trap(&k_full[s], ((it + j) / S) & 1);
+      course::mbar_wait_or_trap(&v_full[sp], ((it + j - 1) / S) & 1);
+      if (j >= 2) pv_done(j - 2);                        // P V_{j-2}, issued last iteration
+      if (move) rescale_o(alpha);
+      to_a_fragment();
+      my_turn();
+      course::wgmma_fence_operand(s_acc);
+      course::wgmma_fence_operand(o_acc);
+      course::wgmma_fence();
+      issue_qk(j);
+      course::wgmma_commit();
+      issue_pv(j - 1);
+      course::wgmma_commit();
+      pass_turn();
+      course::wgmma_wait<1>();                           // S_j is done; P V_{j-1} may still run
+      course::wgmma_fence_operand(s_acc);
+      release(&k_empty[s]);
+      if (j == n - 1) release(&q_empty);
+      move = softmax(j, alpha);                          // under P V_{j-1}
+    }
+    const int last = (it + n - 1) % S;
+    course::mbar_wait_or_trap(&v_full[last], ((it + n - 1) / S) & 1);
+    if (n >= 2) pv_done(n - 2);
+    if (move) rescale_o(alpha);
+    to_a_fragment();
+    my_turn();
+    course::wgmma_fence_operand(o_acc);
+    course::wgmma_fence();
+    issue_pv(n - 1);
+    course::wgmma_commit();
+    pass_turn();
+    pv_done(n - 1);
+    it += n;
+
+    // The epilogue: O · vd / l, bf16 pairs straight to global memory.
+    float f[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const float lr = C::ONES ? o_acc[NO + 2 * r] : quad_sum(l[r]);
+      // BEGIN SOLUTION
+      f[r] = lr > 0.f ? v_scale / lr : 0.f;
+      // END SOLUTION
+    }
+    bf16_t* Oh = O + (size_t)w.qh * Sq * D;
+#pragma unroll
+    for (int i = 0; i < NO; i += 2) {
+      const int row = w.r0 + rows + 8 * ((i >> 1) & 1), col = course::wgmma_acc_col(i);
+      if (row < Sq)
+        *reinterpret_cast<unsigned*>(Oh + (size_t)row * D + col) =
+            course::pack_bf16x2(o_acc[i] * f[(i >> 1) & 1], o_acc[i + 1] * f[(i >> 1) & 1]);
+    }
+  }
+}
