@@ -1,5 +1,5 @@
 """The program Nsight Compute profiles for lesson 05.05's FP8 part: the FP8 kernel and 05.05's bf16 kernel
-once each, non-causal, at the benchmark size (B 4, H 32, S 4096, d 128), on the same values (the bf16
+once each (and a variant of fp8attn_v3.py), non-causal, at the benchmark size (B 4, H 32, S 4096, d 128), on the same values (the bf16
 kernel gets the FP8 inputs decoded, as the fa3_bf16 peer does).
 
     python dev/ch05_hopper/fp8attn_ncu.py [V3_LABEL]     # then a variant of fp8attn_v3.py (its own inputs)
@@ -42,8 +42,8 @@ def main(v3: str | None = None) -> None:
 
         kern, perm = V.VARIANTS[v3]
         launch = V.launcher(V.module()[kern], perm)
-        if perm:
-            t["vt"] = torch.from_numpy(V.perm_vt(inp["vt"], P.FP8_BENCH.keys)).cuda()
+        if not perm:                                                       # P by shuffles: natural key order
+            t["vt"] = torch.from_numpy(np.ascontiguousarray(P.unpermute(inp["vt"]))).cuda()
         launch(t["q"], t["k"], t["vt"], t["qd"], t["kd"], t["vd"], causal, o)
     torch.cuda.synchronize()
     print("NCU target done", flush=True)

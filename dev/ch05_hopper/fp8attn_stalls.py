@@ -57,7 +57,7 @@ def summarize(name, rows, blocks):
             c = "other"
         cls[c] += num(r["Instructions Executed"])
         samp[c] += num(r["Warp Stall Sampling (All Samples)"])
-    print(f"   warp instructions executed per 128x128 block (all 12 warps), and stall samples %, by class:")
+    print("   warp instructions executed per 128x128 block (all 12 warps), and stall samples %, by class:")
     for c, _ in CLASSES + [("other", "")]:
         if cls[c]:
             print(f"     {c:26s} {cls[c] / blocks:8.1f}   {100 * samp[c] / tot:5.1f}%")

@@ -5,10 +5,13 @@ then timed beside 05.05's bf16 kernel and cuDNN's SDPA bf16 in one process (H100
     python dev/ch05_hopper/fp8attn_v3.py time       # non-causal and causal, each variant beside the peers
 
 The variants live in fp8attn_v3.cu (the cell with two more switches, PERM and BN: see its F8 comment).
-PERM: the input preparation stores Vt with the keys of each group of 16 permuted (perm_vt): key
-sigma(i) at column i, sigma(4q + j) = 8(j >> 1) + 2q + (j & 1) -- the order in which the QK accumulator holds
-a quad's P -- and zeros (not NaN) in the padding. The reference un-permutes Vt and is 05.05 FP8's own:
-the kernel is checked against attention of the true (natural-order) values. The peers get the natural V.
+PERM: Vt with the keys of each group of 16 permuted: key sigma(i) at column i, sigma(4q + j) = 8(j >> 1) + 2q +
+(j & 1) -- the order in which the QK accumulator holds a quad's P -- and zeros in the padding. Since these runs
+that is the problem's own contract (KEY_ORDER); the PERM 0 variants (P moved by quad shuffles) get Vt in the
+natural order through PLAIN_PROBLEMS, whose reference permutes it back for the problem's. Either way the
+kernel is checked against attention of the true values, and the peers get the natural V.
+Runs 1-2 (results/ch05/fp8attn_v3_h100_2026-11-25_run*.log) predate that switch: they ran with the
+preparation storing natural order and this script permuting (the same inputs, the same checks).
 """
 from __future__ import annotations
 
@@ -54,48 +57,34 @@ FULL = {"perm lazy BN192 ring 4 ones", "lazy BN192 ring 4 ones"}
 AGAIN = ("reference", "perm lazy BN192 ring 4", "lazy BN192 ring 4 ones")
 
 
-def _src_of_group(n: int) -> np.ndarray:
-    """Column i of the permuted Vt holds key src[i]: within each group of 16, sigma(4q + j) = 8(j >> 1) + 2q + (j & 1)."""
-    i = np.arange(n)
-    r = i % 16
-    return i - r + 8 * ((r % 4) >> 1) + 2 * (r // 4) + (r % 2)
-
-
-def perm_vt(vt: np.ndarray, Sk: int) -> np.ndarray:
-    nat = vt.copy()
-    nat[..., Sk:] = 0
-    return np.ascontiguousarray(nat[..., _src_of_group(vt.shape[-1])])
-
-
-def unperm_vt(vt):
-    inv = np.argsort(_src_of_group(vt.shape[-1]))
-    return vt[..., inv]
-
-
-def _perm_inputs(rng, s):
+# The problem's contract now stores Vt in KEY_ORDER (these runs made the variants that led to it). The
+# shuffle variants (PERM 0) take Vt in the natural key order: their problem un-permutes the inputs.
+def _plain_inputs(rng, s):
     inp = P.fp8_inputs(rng, s)
-    inp["vt"] = perm_vt(inp["vt"], s.keys)
+    inp["vt"] = np.ascontiguousarray(P.unpermute(inp["vt"]))
     return inp
 
 
-def _perm_reference(q, k, vt, qd, kd, vd, causal):
-    return P._reference(q, k, unperm_vt(vt), qd, kd, vd, causal)
+def _plain_reference(q, k, vt, qd, kd, vd, causal):
+    return P._reference(q, k, np.ascontiguousarray(vt[..., P.key_columns(vt.shape[-1])]), qd, kd, vd, causal)
 
 
-PERM_PROBLEMS = {c: (P.flash3_fp8_causal if c else P.flash3_fp8).variant(
-    name=f"FA3-style attention fp8 permuted Vt{' causal' if c else ''}", make_inputs=_perm_inputs, reference=_perm_reference)
+PLAIN_PROBLEMS = {c: (P.flash3_fp8_causal if c else P.flash3_fp8).variant(
+    name=f"FA3-style attention fp8 natural Vt{' causal' if c else ''}", make_inputs=_plain_inputs, reference=_plain_reference)
     for c in (False, True)}
-for _p in PERM_PROBLEMS.values():             # defined here, not by a notebook: the checks' integrity test trusts them
+PERM_PROBLEMS = {False: P.flash3_fp8, True: P.flash3_fp8_causal}
+for _p in PLAIN_PROBLEMS.values():            # defined here, not by a notebook: the checks' integrity test trusts them
     __import__("grader.integrity", fromlist=["trust"]).trust(_p)
 
 
-def _natural(t: dict, perm: bool) -> dict:
-    if not perm:
+def _for_peer(t: dict, perm: bool) -> dict:
+    """The peers (P.cudnn_bf16, P.fa3_bf16) un-permute Vt themselves: natural inputs go to them permuted."""
+    if perm:
         return t
     import torch
 
-    inv = torch.from_numpy(np.argsort(_src_of_group(t["vt"].shape[-1]))).to(t["vt"].device)
-    return {**t, "vt": t["vt"].index_select(3, inv).contiguous()}
+    cols = torch.from_numpy(P.key_columns(t["vt"].shape[-1])).to(t["vt"].device)
+    return {**t, "vt": t["vt"].index_select(3, cols).contiguous()}
 
 
 def peers(b16, causal: bool, perm: bool):
@@ -106,7 +95,7 @@ def peers(b16, causal: bool, perm: bool):
             self._c = ctx
 
         def tensors(self):
-            return _natural(self._c.tensors(), perm)
+            return _for_peer(self._c.tensors(), perm)
     return (Peer(cud.label, lambda ctx: cud.prepare(Ctx(ctx))), Peer(fa3.label, lambda ctx: fa3.prepare(Ctx(ctx))))
 
 
@@ -175,7 +164,7 @@ def do_check(only=None):
         sizes = list(P.FP8_GPU) + list(P.FP8_HIDDEN) if label in FULL else few
         bad = 0
         for s in sizes:
-            prob = PERM_PROBLEMS[False] if perm else P.flash3_fp8
+            prob = PERM_PROBLEMS[False] if perm else PLAIN_PROBLEMS[False]
             for seed in (1234, secrets.randbits(31), secrets.randbits(31)) if label in FULL else (1234,):
                 try:
                     check(launch, prob, sizes=[s], seed=seed, quiet=True)
@@ -193,7 +182,7 @@ def do_time():
     b16 = bf16_launch()
     for causal in (False, True):
         for perm in (False, True):
-            prob = PERM_PROBLEMS[causal] if perm else (P.flash3_fp8_causal if causal else P.flash3_fp8)
+            prob = PERM_PROBLEMS[causal] if perm else PLAIN_PROBLEMS[causal]
             cud, fa3 = peers(b16, causal, perm)
             t0 = time.time()
             r = measure(launcher(m[VARIANTS["reference F8<0,0,1>"][0]], False) if not perm else
