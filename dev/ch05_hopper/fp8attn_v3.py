@@ -4,7 +4,7 @@ then timed beside 05.05's bf16 kernel and cuDNN's SDPA bf16 in one process (H100
     python dev/ch05_hopper/fp8attn_v3.py check      # every variant at a dozen sizes, the candidates at all
     python dev/ch05_hopper/fp8attn_v3.py time       # non-causal and causal, each variant beside the peers
 
-The variants live in fp8attn_v3.cu (the cell with two more switches, PERM and BN: see its F8 comment).
+The variants: the lesson's cell with two more switches, PERM and ONES (fp8attn_variants/perm_ones.patch).
 PERM: Vt with the keys of each group of 16 permuted: key sigma(i) at column i, sigma(4q + j) = 8(j >> 1) + 2q +
 (j & 1) -- the order in which the QK accumulator holds a quad's P -- and zeros in the padding. Since these runs
 that is the problem's own contract (KEY_ORDER); the PERM 0 variants (P moved by quad shuffles) get Vt in the
@@ -36,22 +36,25 @@ from grader.problems import flash3_fp8 as P  # noqa: E402
 from grader.problems.attention import Attn  # noqa: E402
 from tests.cells import compile_cell  # noqa: E402
 
-CU = ROOT / "dev" / "ch05_hopper" / "fp8attn_v3.cu"
-# label -> (kernel, Vt permuted?)
+CELL = ROOT / "tools" / "ch05_hopper" / "flash3_fp8_cell.cu"
+PATCH = ROOT / "dev" / "ch05_hopper" / "fp8attn_variants" / "perm_ones.patch"
+# label -> (kernel of the patched cell: F8<PINGPONG, LAZY, TREE, STAGES, POLY, BN, PERM, ONES>, Vt permuted?).
+# Runs 1-2 built them from a whole copy of the cell with the switches in another order (F8<…, POLY, PERM, BN,
+# ONES>); the patched cell's kernels are the same machine code, instruction for instruction (NVRTC 13.0 and 13.5).
 VARIANTS = {
-    "reference F8<0,0,1>": ("flash3_fp8<F8<0, 0, 1>>", False),
-    "lazy F8<0,1,1>": ("flash3_fp8<F8<0, 1, 1>>", False),
-    "perm": ("flash3_fp8<F8<0, 0, 1, 0, 0, 1>>", True),
-    "perm lazy": ("flash3_fp8<F8<0, 1, 1, 0, 0, 1>>", True),
-    "BN192 ring 4": ("flash3_fp8<F8<0, 0, 1, 0, 0, 0, 192>>", False),
-    "perm BN192 ring 4": ("flash3_fp8<F8<0, 0, 1, 0, 0, 1, 192>>", True),
-    "perm lazy BN192 ring 4": ("flash3_fp8<F8<0, 1, 1, 0, 0, 1, 192>>", True),
-    "perm lazy BN192 ring 3": ("flash3_fp8<F8<0, 1, 1, 3, 0, 1, 192>>", True),
-    "lazy BN192 ring 4 ones": ("flash3_fp8<F8<0, 1, 1, 0, 0, 0, 192, 1>>", False),
-    "perm lazy ones": ("flash3_fp8<F8<0, 1, 1, 0, 0, 1, 128, 1>>", True),
-    "perm BN192 ring 4 ones": ("flash3_fp8<F8<0, 0, 1, 0, 0, 1, 192, 1>>", True),
-    "perm lazy BN192 ring 4 ones": ("flash3_fp8<F8<0, 1, 1, 0, 0, 1, 192, 1>>", True),
-    "perm lazy BN192 ring 3 ones": ("flash3_fp8<F8<0, 1, 1, 3, 0, 1, 192, 1>>", True),
+    "reference F8<0,0,1>": ("flash3_fp8<F8<0, 0, 1, 0, 0, 128, 0>>", False),
+    "lazy F8<0,1,1>": ("flash3_fp8<F8<0, 1, 1, 0, 0, 128, 0>>", False),
+    "perm": ("flash3_fp8<F8<0, 0, 1, 0, 0, 128>>", True),
+    "perm lazy": ("flash3_fp8<F8<0, 1, 1, 0, 0, 128>>", True),
+    "BN192 ring 4": ("flash3_fp8<F8<0, 0, 1, 0, 0, 192, 0>>", False),
+    "perm BN192 ring 4": ("flash3_fp8<F8<0, 0, 1>>", True),
+    "perm lazy BN192 ring 4": ("flash3_fp8<F8<0, 1, 1>>", True),
+    "perm lazy BN192 ring 3": ("flash3_fp8<F8<0, 1, 1, 3>>", True),
+    "lazy BN192 ring 4 ones": ("flash3_fp8<F8<0, 1, 1, 0, 0, 192, 0, 1>>", False),
+    "perm lazy ones": ("flash3_fp8<F8<0, 1, 1, 0, 0, 128, 1, 1>>", True),
+    "perm BN192 ring 4 ones": ("flash3_fp8<F8<0, 0, 1, 0, 0, 192, 1, 1>>", True),
+    "perm lazy BN192 ring 4 ones": ("flash3_fp8<F8<0, 1, 1, 0, 0, 192, 1, 1>>", True),
+    "perm lazy BN192 ring 3 ones": ("flash3_fp8<F8<0, 1, 1, 3, 0, 192, 1, 1>>", True),
 }
 FULL = {"perm lazy BN192 ring 4 ones", "lazy BN192 ring 4 ones"}
 AGAIN = ("reference", "perm lazy BN192 ring 4", "lazy BN192 ring 4 ones")
@@ -142,7 +145,9 @@ def launcher(kernel, perm: bool):
 
 
 def module():
-    src = CU.read_text()
+    from variant_patch import variant_source
+
+    src = variant_source(PATCH, CELL)
     first, _, body = src.partition("\n")
     import re
     first = re.sub(r' -k "[^"]*"', "", first) + "".join(f' -k "{k}"' for k, _ in dict.fromkeys(VARIANTS.values()))

@@ -131,7 +131,7 @@ flash3_fp8(const __grid_constant__ TensorMap q_map,    // Q as (B·H, Sq, 128) b
   }
   // ---------------------------------------------------------------- the consumer warpgroups
   course::setmaxnreg_inc<C::CONSUMER_REGS>();
-  const int tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32, quad = lane % 4;
+  const int tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32;
   const int rows = 64 * wg + 16 * warp + lane / 4;      // this thread's rows of a unit: rows and rows + 8
   if (Sk == 0) {                                        // no key: O = 0
     for (int u = blockIdx.x; u < units; u += gridDim.x) {

@@ -333,7 +333,8 @@ ratio is about 4 points, as large as some of the steps.
 
 **This cell's kernels are those variants**, instruction for instruction: `F8<0, 1, 1>` the bold row,
 `F8<0, 0, 1>` the eager one, `F8<0, 1, 1, 3>` the ring of 3, `F8<0, 1, 1, 0, 0, 128>` "P in place, lazy
-rescale" (their machine code compared line by line with the dev variants', nvcc 13.0). In the problem's
+rescale" (their machine code compared line by line with the timed variants', under NVRTC 13.0 — the
+device's — and 13.5). In the problem's
 own contract (its preparation and launch), on the H100 (2026-11-25,
 results/ch05/fp8attn_gpu_h100_2026-11-25_run6.log): right at every visible and hidden size and at
 3 rounds of fresh random seeds, the switches at five sizes each, the three wrong kernels caught. **1.3×
