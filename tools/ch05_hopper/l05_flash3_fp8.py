@@ -147,7 +147,7 @@ of the **next** iteration, after the waits on the ring's barriers. Written the o
 right after the softmax — ptxas moves the `wgmma.wait_group 0` above the softmax (nothing in between
 touches O or P, and one basic block holds both): the machine code then has **0** `MUFU.EX2` between
 `WARPGROUP.DEPBAR.LE gsb0, 0x1` and the next `gsb0, 0x0`, and nothing overlaps. Behind the barrier
-loops it cannot: the reference has the tile's 64 exponentials (and 2 for the rescale factors) there.
+loops it cannot: the reference has the tile's 96 exponentials (and 2 for the rescale factors) there.
 The tests compile both forms and count (tests/test_ch05_flash3_fp8.py). With the real overlap, V_{j−1}'s
 slot is freed a softmax later, so the ring needs a slot more than without the overlap: 4 of 48 KiB
 (5 of 32 KiB at BN = 128). O's rescale is **lazy**: the running max moves, and O and l are rescaled,
