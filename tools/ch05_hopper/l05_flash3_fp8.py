@@ -137,7 +137,8 @@ inside a 64-byte row, the next box after two steps). Q and the ring take 208 KiB
 **Why 192 keys a tile**, not 05.05's 128: an FP8 tile's GEMMs take half the tensor-core time of a bf16
 tile's, while the CUDA cores' fixed work per tile (barrier waits, wgmma fences and descriptors, the
 masks' test, the rescale vote, the row max's shuffles) stays; a wider tile spreads it over more keys.
-FA3 takes 224 for FP8 at d = 128 (176 for bf16); 192 is the widest here whose S, O and P fit the
+FA3 takes 224 for FP8 at d = 128, and 192 when V arrives column-major as here (176 for bf16: its
+`tile_size.h`); 192 is the widest here whose S, O and P fit the
 consumers' 240 registers with the overlap's P kept live (96 + 64 + 24) and whose Vt tile is whole
 64-key boxes.
 
