@@ -18,7 +18,7 @@ The input contract (what an FP8 KV cache holds; the attention kernel does no con
   padding's zeros ARE read (a group's columns mix real keys and padding), times P = 0;
 * ``qd`` (B, H), ``kd`` and ``vd`` (B, Hkv): fp32 descales (the head's largest magnitude / 448).
 
-O (B, H, Sq, 128) bf16 = softmax(decode(q)·qd · (decode(k)·kd)ᵀ / √d [causal]) · decode(vt)ᵀ·vd.
+O (B, H, Sq, 128) bf16 = softmax(decode(q)·qd · (decode(k)·kd)ᵀ / √d [causal]) · decode(unpermute(vt))ᵀ·vd.
 
 **Preparation** (:func:`prepare_fp8`, NumPy, outside the attention kernel, as a model's quantize step
 would be): Q and K are multiplied by M = H₁₂₈ · diag(±1) / √128 (Sylvester's Hadamard matrix with
@@ -272,8 +272,8 @@ FP8_HIDDEN = [Attn(1, 1, 127, 128, causal=True), Attn(2, 3, 1031, 128, causal=Tr
 FP8_BENCH = Attn(4, 32, 4096, 128)
 
 _HINT = ("o = softmax(Q Kᵀ · qd · kd / √d) · V · vd with Q, K, Vt in e4m3 and one descale per head: qd·kd joins the "
-         "softmax's scale, vd the epilogue. Far off everywhere: a scale not applied back, or P not moved into the "
-         "A fragment's places (lane q of a quad holds columns 8c + 2q, 8c + 2q + 1 of S; Vt's keys come in KEY_ORDER, so "
+         "softmax's scale, vd the epilogue. Far off everywhere: a scale not applied back, or P not packed in Vt's "
+         "key order (lane q of a quad holds columns 8c + 2q, 8c + 2q + 1 of S; Vt's keys come in KEY_ORDER, so "
          "A-fragment byte j of register a[h] in lane q is accumulator column 8·(2(h/2) + j/2) + 2q + j%2 of row g "
          "(h even) or g + 8). V arrives transposed: Vt (B, Hkv, 128, Sk_pad), zero-padded.")
 
