@@ -31,20 +31,17 @@ from tests.cells import compile_cell  # noqa: E402
 
 NB = ROOT / "solutions" / "05_hopper_blackwell" / "05_flash3_fp8.ipynb"
 CELL = ROOT / "tools" / "ch05_hopper" / "flash3_fp8_cell.cu"
-REF = "flash3_fp8<F8<0, 0, 1>>"
-VARIANTS = {"reference: ring of 5, rescale when a max moves, four chains (F8<0, 0, 1>)": REF,
-            "lazy rescale (F8<0, 1, 1>)": "flash3_fp8<F8<0, 1, 1>>",
-            "one chain (F8<0, 0, 0>)": "flash3_fp8<F8<0, 0, 0>>",
-            "ring of 4 (F8<0, 0, 1, 4>)": "flash3_fp8<F8<0, 0, 1, 4>>",
-            "ring of 6 (F8<0, 0, 1, 6>)": "flash3_fp8<F8<0, 0, 1, 6>>",
-            "1 of 8 exponentials on the FMA units (F8<0, 0, 1, 0, 1>)": "flash3_fp8<F8<0, 0, 1, 0, 1>>",
-            "2 of 8 exponentials on the FMA units (F8<0, 0, 1, 0, 2>)": "flash3_fp8<F8<0, 0, 1, 0, 2>>",
-            "lazy, 2 of 8 on the FMA units (F8<0, 1, 1, 0, 2>)": "flash3_fp8<F8<0, 1, 1, 0, 2>>"}
+REF = "flash3_fp8<F8<0, 1, 1>>"
+VARIANTS = {"reference: 192-key tiles, ring of 4, lazy rescale, four chains (F8<0, 1, 1>)": REF,
+            "rescale whenever a max moves (F8<0, 0, 1>)": "flash3_fp8<F8<0, 0, 1>>",
+            "one chain (F8<0, 1, 0>)": "flash3_fp8<F8<0, 1, 0>>",
+            "ring of 3 (F8<0, 1, 1, 3>)": "flash3_fp8<F8<0, 1, 1, 3>>",
+            "128-key tiles, ring of 5 (F8<0, 1, 1, 0, 0, 128>)": "flash3_fp8<F8<0, 1, 1, 0, 0, 128>>",
+            "2 of 8 exponentials on the FMA units (F8<0, 1, 1, 0, 2>)": "flash3_fp8<F8<0, 1, 1, 0, 2>>"}
 # checked at every visible and hidden size (the others at five): the reference and the candidates for it
-FULL = {REF, "flash3_fp8<F8<0, 0, 1, 0, 2>>", "flash3_fp8<F8<0, 1, 1, 0, 2>>"}
-# the cell's first form (P V waited for right after the softmax: nothing overlapped), ring of 4 as it was
-OLD = {"first form: wait after the softmax, ring of 4": "flash3_fp8<F8<0, 0, 1, 4>>",
-       "first form: wait after the softmax, ring of 5": REF}
+FULL = {REF}
+# the cell's first form (P V waited for right after the softmax: nothing overlapped)
+OLD = {"first form: wait after the softmax": REF}
 
 
 def source() -> str:

@@ -13,7 +13,7 @@ set -u
 out=$1
 mkdir -p "$out"
 if ls .whl/*.whl >/dev/null 2>&1; then source .carry/dev_env.sh || exit 1
-else export PYTHONPATH=$PWD PYTHONUNBUFFERED=1; fi
+else export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1; fi   # keep a caller's NumPy < 2.5 (numba-cuda)
 export GRADER_BWRAP=$PWD/.carry/bwrap/bwrap GRADER_GPU_TIMEOUT=20 GRADER_CACHE_DIR=/tmp/grader-cache
 log="$out/fp8attn_gpu.log"
 skip=" ${SKIP:-} "

@@ -9,8 +9,11 @@
 //         a[0]: row 16w + g,     k = 4q .. 4q + 3        a[2]: row 16w + g,     k = 16 + 4q .. 16 + 4q + 3
 //         a[1]: row 16w + g + 8, k = 4q .. 4q + 3        a[3]: row 16w + g + 8, k = 16 + 4q .. 16 + 4q + 3
 //     (byte j of each register: k + j). NOT the places the fp32 accumulator of S = Q K^T gives the thread
-//     (wgmma.cuh: columns 8c + 2q, 8c + 2q + 1): the kernel must move bytes between the 4 lanes of a quad
-//     before P can feed P V. FP8 wgmma has no transpose flag: B is (N, K) with K contiguous.
+//     (wgmma.cuh: columns 8c + 2q, 8c + 2q + 1) -- unless B's K index runs over the keys in a matching
+//     order, the one lesson 05.05's Vt is stored in (grader/problems/flash3_fp8.py, KEY_ORDER): in every
+//     group of 16 keys, column 4q + j (q, j = 0 … 3) holds key 8 (j / 2) + 2q + j % 2 -- the keys the
+//     accumulator gives lane q, in the order of its A-fragment bytes. Then P packs in place and no byte
+//     moves between lanes. FP8 wgmma has no transpose flag: B is (N, K) with K contiguous.
 #pragma once
 #include "course.cuh"
 

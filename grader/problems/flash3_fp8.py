@@ -5,14 +5,20 @@ The input contract (what an FP8 KV cache holds; the attention kernel does no con
 * ``q`` (B, H, Sq, 128) and ``k`` (B, Hkv, Sk, 128): e4m3 bits (uint8), row-major, **after** the
   Hadamard rotation along d (below) and one scale per head: ``q_true · M ≈ decode(q) · qd[b, h]``;
 * ``vt`` (B, Hkv, 128, Sk_pad): V **stored transposed** (keys contiguous, Sk_pad = Sk rounded up to
-  16 for TMA's 16-byte row pitch; the padding holds NaN codes and must never be read), e4m3, one scale
-  per head: ``v_true ≈ decode(vt)ᵀ · vd[b, h]``. FP8 wgmma reads its B operand only K-major; for
+  16 for TMA's 16-byte row pitch; the padding holds zeros), e4m3, one scale per head, and within each
+  group of 16 keys **in the order** :data:`KEY_ORDER`: column 16g + i holds key 16g + KEY_ORDER[i]
+  (``v_true ≈ decode(unpermute(vt))ᵀ · vd[b, h]``). FP8 wgmma reads its B operand only K-major; for
   O = P V the contraction runs over the keys, so V must arrive with the keys contiguous. A cache that
   stores V this way costs nothing at decode time; the alternative (FA3's) transposes each V tile in
-  shared memory inside the kernel;
+  shared memory inside the kernel. The key order is the one in which the accumulator of S = Q Kᵀ
+  gives a quad's four lanes their columns (lane q: 2q, 2q + 1 of each 8-wide block), arranged as each
+  lane's bytes of the FP8 A fragment (4q … 4q + 3): P V sums over the keys, so any fixed order of
+  them works if P and V share it, and with this one P goes from the accumulator to the A fragment
+  with no byte moving between lanes (FA3 writes its in-kernel V transpose in such an order too). The
+  padding's zeros ARE read (a group's columns mix real keys and padding), times P = 0;
 * ``qd`` (B, H), ``kd`` and ``vd`` (B, Hkv): fp32 descales (the head's largest magnitude / 448).
 
-O (B, H, Sq, 128) bf16 = softmax(decode(q)·qd · (decode(k)·kd)ᵀ / √d [causal]) · decode(vt)ᵀ·vd.
+O (B, H, Sq, 128) bf16 = softmax(decode(q)·qd · (decode(k)·kd)ᵀ / √d [causal]) · decode(unpermute(vt))ᵀ·vd.
 
 **Preparation** (:func:`prepare_fp8`, NumPy, outside the attention kernel, as a model's quantize step
 would be): Q and K are multiplied by M = H₁₂₈ · diag(±1) / √128 (Sylvester's Hadamard matrix with
@@ -56,7 +62,8 @@ from .hopper_fp8 import E4M3_MAX, e4m3_decode, e4m3_encode
 
 D = 128
 LOG2E = 1.4426950408889634
-NAN_CODE = np.uint8(0x7F)              # e4m3 NaN: what Vt's padding holds
+# Vt's key order in each group of 16: column 4q + j holds key 8·(j // 2) + 2q + j % 2 (the contract, above)
+KEY_ORDER = np.array([8 * (j // 2) + 2 * q + j % 2 for q in range(4) for j in range(4)])
 OUTLIERS, OUTLIER_FACTOR = 4, 30.0     # "outlier" inputs: 4 of 128 features of Q and K, 30× the rest
 ACCURACY_BOUND = 2.0 ** -4 * math.sqrt(4 / 3)
 
@@ -94,9 +101,26 @@ def quantize_heads(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return (e4m3_fast(y) if y.size > 1 << 20 else e4m3_encode(y)), s
 
 
+def key_columns(n: int) -> np.ndarray:
+    """For Vt's n columns (a multiple of 16): the key each column holds (KEY_ORDER in every group of 16)."""
+    i = np.arange(n)
+    return i - i % 16 + KEY_ORDER[i % 16]
+
+
+def unpermute(vt):
+    """Vt (…, Sk_pad) in KEY_ORDER -> natural key order (NumPy or torch)."""
+    inv = np.argsort(key_columns(vt.shape[-1]))
+    if type(vt).__module__.startswith("torch"):
+        import torch
+
+        return vt.index_select(vt.dim() - 1, torch.from_numpy(inv).to(vt.device))
+    return vt[..., inv]
+
+
 def prepare_fp8(q, k, v, rng, rotate: bool = True) -> dict:
     """fp32 q (B, H, Sq, d), k and v (B, Hkv, Sk, d) -> the problem's inputs: Q and K rotated (if
-    ``rotate``) and quantized per head, V quantized per head and stored transposed, padded with NaN."""
+    ``rotate``) and quantized per head, V quantized per head and stored transposed, zero-padded to a
+    multiple of 16 keys, each group of 16 in KEY_ORDER."""
     if rotate:
         m = hadamard(q.shape[-1], rng)
         q, k = q @ m, k @ m
@@ -104,8 +128,9 @@ def prepare_fp8(q, k, v, rng, rotate: bool = True) -> dict:
     kc, kd = quantize_heads(k)
     vc, vd = quantize_heads(v)
     B, Hkv, Sk, d = v.shape
-    vt = np.full((B, Hkv, d, -(-Sk // 16) * 16), NAN_CODE, np.uint8)
+    vt = np.zeros((B, Hkv, d, -(-Sk // 16) * 16), np.uint8)
     vt[..., :Sk] = vc.transpose(0, 1, 3, 2)
+    vt = np.ascontiguousarray(vt[..., key_columns(vt.shape[-1])])
     return {"q": qc, "k": kc, "vt": vt, "qd": qd, "kd": kd, "vd": vd}
 
 
@@ -146,7 +171,7 @@ def decoded(q, k, vt, qd, kd, vd):
     Sk = k.shape[2]
     Q = e4m3_decode(q).astype(np.float64) * qd[:, :, None, None]
     K = e4m3_decode(k).astype(np.float64) * kd[:, :, None, None]
-    V = e4m3_decode(vt[..., :Sk]).astype(np.float64).transpose(0, 1, 3, 2) * vd[:, :, None, None]
+    V = e4m3_decode(unpermute(vt)[..., :Sk]).astype(np.float64).transpose(0, 1, 3, 2) * vd[:, :, None, None]
     return Q, K, V
 
 
@@ -214,7 +239,7 @@ def bf16_tensors(t: dict):
     Sk = t["k"].shape[2]
     q = (t["q"].view(f8).float() * t["qd"][:, :, None, None]).bfloat16()
     k = (t["k"].view(f8).float() * t["kd"][:, :, None, None]).bfloat16()
-    v = (t["vt"][..., :Sk].view(f8).float() * t["vd"][:, :, None, None]).transpose(2, 3).contiguous().bfloat16()
+    v = (unpermute(t["vt"])[..., :Sk].view(f8).float() * t["vd"][:, :, None, None]).transpose(2, 3).contiguous().bfloat16()
     return q, k, v
 
 
@@ -232,7 +257,7 @@ def fa3_bf16(launch_bf16, causal: bool = False) -> Peer:
 
 
 # Sizes: d = 128 only. One query; ragged S (TMA's zero fill and the mask); Sq ≠ Sk both ways (Sk not a
-# multiple of 16: Vt's NaN padding is inside the 128-key tile); GQA; integer q, k in ±4 ("peaked": one
+# multiple of 16: Vt's zero padding shares a group of 16 with real keys); GQA; integer q, k in ±4 ("peaked": one
 # key carries most rows — a P in the wrong lanes moves it); a max that grows
 # along the keys; values near 1e4 (a scale not applied back); outlier features; no key.
 FP8_GPU = [Attn(1, 1, 1, 128), Attn(2, 3, 65, 128, causal=True), Attn(2, 3, 1000, 128),
@@ -247,10 +272,10 @@ FP8_HIDDEN = [Attn(1, 1, 127, 128, causal=True), Attn(2, 3, 1031, 128, causal=Tr
 FP8_BENCH = Attn(4, 32, 4096, 128)
 
 _HINT = ("o = softmax(Q Kᵀ · qd · kd / √d) · V · vd with Q, K, Vt in e4m3 and one descale per head: qd·kd joins the "
-         "softmax's scale, vd the epilogue. Far off everywhere: a scale not applied back, or P not moved into the "
-         "A fragment's places (lane q of a quad holds columns 8c + 2q, 8c + 2q + 1 of S; the A fragment of a k32 "
-         "step wants columns 4q … 4q + 3 and 16 + 4q … 16 + 4q + 3). V arrives transposed: Vt (B, Hkv, 128, Sk_pad) "
-         "— its tensor map stops at Sk, the NaN padding past it must not be read.")
+         "softmax's scale, vd the epilogue. Far off everywhere: a scale not applied back, or P not packed in Vt's "
+         "key order (lane q of a quad holds columns 8c + 2q, 8c + 2q + 1 of S; Vt's keys come in KEY_ORDER, so "
+         "A-fragment byte j of register a[h] in lane q is accumulator column 8·(2(h/2) + j/2) + 2q + j%2 of row g "
+         "(h even) or g + 8). V arrives transposed: Vt (B, Hkv, 128, Sk_pad), zero-padded.")
 
 flash3_fp8 = Problem(
     name="FA3-style attention fp8",
@@ -271,8 +296,10 @@ flash3_fp8_causal = flash3_fp8.variant(name="FA3-style attention fp8 causal", be
 def flash3_fp8_launch(kernel, ctas: int | None = None, group: int | None = None):
     """``launch(q, k, vt, qd, kd, vd, causal, o)`` of a persistent ``flash3_fp8<Cfg>`` kernel: tensor maps
     of Q (B·H, Sq, 128) and K (B·Hkv, Sk, 128) bytes seen as 3-D (boxes of 128 columns × TILE_M or TILE_N
-    rows of one head), and of Vt as (B·Hkv, 128, Sk) with rows Sk_pad bytes apart (boxes of TILE_N keys ×
-    128 rows): past Sk TMA reads zeros, never the padding. Grid and head groups as 05.05's launch."""
+    rows of one head), and of Vt as (B·Hkv, 128, Sk_pad) (boxes of 128 rows × TILE_N keys, 128-byte
+    swizzle, for TILE_N ≤ 128; else of 64 keys, 64-byte swizzle: a swizzled box row is at most the
+    swizzle's span): the zero padding is read, past Sk_pad TMA reads zeros. Grid and head groups as
+    05.05's launch."""
     from ..cuda.module import _torch_stream_handle, current_device
     from ..cuda.tma import TensorMap, _encode_tiled, tiled_rows_3d
     from .attention_launch import sm_count
@@ -289,13 +316,14 @@ def flash3_fp8_launch(kernel, ctas: int | None = None, group: int | None = None)
             maps[key] = make()
         return maps[key]
 
-    def _vt_map(vt, Sk):
+    vbox, vswz = (shape.tile_n, "128B") if shape.tile_n <= 128 else (64, "64B")
+
+    def _vt_map(vt):
         current_device()
         B, Hkv, d, pitch = vt.shape
-        raw = _encode_tiled(np.dtype(np.uint8), int(vt.data_ptr()), sizes=[Sk, d, B * Hkv],
-                            strides=[pitch, d * pitch], box=[shape.tile_n, d, 1], swizzle="128B",
-                            what=f"Vt {tuple(vt.shape)} (keys < {Sk})")
-        return TensorMap(raw, shape=(B * Hkv * d, Sk), box=(d, shape.tile_n), dtype=np.uint8, swizzle="128B")
+        raw = _encode_tiled(np.dtype(np.uint8), int(vt.data_ptr()), sizes=[pitch, d, B * Hkv],
+                            strides=[pitch, d * pitch], box=[vbox, d, 1], swizzle=vswz, what=f"Vt {tuple(vt.shape)}")
+        return TensorMap(raw, shape=(B * Hkv * d, pitch), box=(d, vbox), dtype=np.uint8, swizzle=vswz)
 
     def launch(q, k, vt, qd, kd, vd, causal, o):
         B, H, Sq, d = q.shape
@@ -314,7 +342,7 @@ def flash3_fp8_launch(kernel, ctas: int | None = None, group: int | None = None)
         q_map = _cached(("q", q.data_ptr(), tuple(q.shape)), lambda: tiled_rows_3d(q, (shape.tile_m, d), "128B"))
         if Sk:
             k_map = _cached(("k", k.data_ptr(), tuple(k.shape)), lambda: tiled_rows_3d(k, (shape.tile_n, d), "128B"))
-            v_map = _cached(("vt", vt.data_ptr(), tuple(vt.shape), Sk), lambda: _vt_map(vt, Sk))
+            v_map = _cached(("vt", vt.data_ptr(), tuple(vt.shape)), lambda: _vt_map(vt))
         else:                                          # no key: the kernel loads nothing and writes zeros
             k_map = v_map = q_map
         units = -(-Sq // shape.tile_m) * H * B
@@ -363,6 +391,6 @@ def accuracy(launch, sizes=(Attn(1, 4, 1024, 128),), factors=(1.0, 30.0), seed: 
 
 __all__ = ["flash3_fp8", "flash3_fp8_causal", "flash3_fp8_launch", "prepare_fp8", "quantize_heads", "hadamard",
            "decoded", "fp8_tolerance", "accuracy", "rms_error", "cudnn_bf16", "fa3_bf16", "bf16_tensors",
-           "FP8_GPU", "FP8_HIDDEN", "FP8_BENCH", "ACCURACY_BOUND"]
+           "FP8_GPU", "FP8_HIDDEN", "FP8_BENCH", "ACCURACY_BOUND", "KEY_ORDER", "key_columns", "unpermute"]
 
 _integrity.record_problems(globals())

@@ -8,10 +8,10 @@ in a process of its own:
   max|v| / 448 per head — far outside the tolerance at every size with a key;
 * ``qk_descale_not_applied``: the scores in the units of the e4m3 codes (qd · kd never joins the
   softmax's scale): softmax of scores hundreds of times too large, an argmax instead of an average;
-* ``p_not_permuted``: P's e4m3 bytes handed to the wgmma in the accumulator's places instead of the A
-  fragment's (no shuffles in the quad): each probability multiplies another key's value and rows g and
-  g + 8 trade halves; far off wherever one key dominates a row (the "peaked" sizes) and off by many
-  times the tolerance on any non-uniform row.
+* ``p_not_permuted``: P's e4m3 bytes packed in the accumulator's own order (elements 4h … 4h + 3 into
+  a[h]) instead of Vt's key order (x[e], x[e + 1], x[e + 4], x[e + 5]): each probability multiplies
+  another key's value and rows g and g + 8 trade halves; far off wherever one key dominates a row (the
+  "peaked" sizes) and off by many times the tolerance on any non-uniform row.
 
 A preparation without the Hadamard rotation is a mistake of the INPUTS, not of the kernel: the
 accuracy check (grader.problems.flash3_fp8.accuracy against ACCURACY_BOUND) catches it on inputs with
@@ -22,13 +22,13 @@ from __future__ import annotations
 from tests.wrong.ch05_hopper import cpp_variant  # noqa: F401  (one implementation of the text edit)
 
 CHAPTER = "05_hopper_blackwell"
-NOTEBOOK, CELL, RUBRIC, KERNEL = "05_flash3_fp8.ipynb", "v_flash3_fp8", "test_flash3_fp8_sass", "flash3_fp8<F8<0, 0, 1>>"
+NOTEBOOK, CELL, RUBRIC, KERNEL = "05_flash3_fp8.ipynb", "v_flash3_fp8", "test_flash3_fp8_sass", "flash3_fp8<F8<0, 1, 1>>"
 
 FP8_MISTAKES = {
     "v_descale_not_applied": [("f[r] = lr > 0.f ? v_scale / lr : 0.f;", "f[r] = lr > 0.f ? 1.f / lr : 0.f;")],
     "qk_descale_not_applied": [("sc_log2 = scale_log2 * __ldg(qd + w.qh) * __ldg(kd + w.kh);", "sc_log2 = scale_log2;")],
-    "p_not_permuted": [("p[4 * kk + 2 * h] = __byte_perm(e, o, 0x5410);", "p[4 * kk + 2 * h] = r[2 * h];"),
-                       ("p[4 * kk + 2 * h + 1] = __byte_perm(e, o, 0x7632);", "p[4 * kk + 2 * h + 1] = r[2 * h + 1];")],
+    "p_not_permuted": [("p[4 * kk + h] = course::pack_e4m3x2(x[e], x[e + 1]) | (course::pack_e4m3x2(x[e + 4], x[e + 5]) << 16);",
+                        "p[4 * kk + h] = course::pack_e4m3x2(x[4 * h], x[4 * h + 1]) | (course::pack_e4m3x2(x[4 * h + 2], x[4 * h + 3]) << 16);")],
 }
 ON_GPU = set(FP8_MISTAKES)
 

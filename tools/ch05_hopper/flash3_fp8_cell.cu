@@ -1,28 +1,31 @@
-%%cuda f8 --arch sm_90a -k "flash3_fp8<F8<0, 0, 1>>" -k "flash3_fp8<F8<0, 1, 1>>" -k "flash3_fp8<F8<0, 0, 0>>" -k "flash3_fp8<F8<0, 0, 1, 4>>" -k "flash3_fp8<F8<0, 0, 1, 6>>"
+%%cuda f8 --arch sm_90a -k "flash3_fp8<F8<0, 1, 1>>" -k "flash3_fp8<F8<0, 0, 1>>" -k "flash3_fp8<F8<0, 1, 0>>" -k "flash3_fp8<F8<0, 1, 1, 3>>" -k "flash3_fp8<F8<0, 1, 1, 0, 0, 128>>"
 #include "course.cuh"      // the launch contract, smem_u32
 #include "tma.cuh"         // TensorMap, mbarrier
 #include "wgmma.cuh"       // smem descriptors, wgmma fence/commit/wait, wgmma m64n128k32 e4m3 (A and B in shared memory)
 #include "pipeline.cuh"    // setmaxnreg, the bounded wait, mbar_arrive
 #include "attention.cuh"   // ex2, quad_max / quad_sum, ref_point, bf16_t (chapter 04)
 #include "flash3.cuh"      // the 3-D TMA load, the work units (05.05's bf16 part)
-#include "flash3_fp8.cuh"  // pack_e4m3x2, wgmma m64n128k32 e4m3 with A from registers
+#include "flash3_fp8.cuh"  // pack_e4m3x2, wgmma m64n128k32 e4m3 with A from registers, the key order
 using course::TensorMap;
 using namespace attn;
 
 // O (B, H, Sq, 128) bf16 = softmax(Q Kᵀ · qd · kd / √d [+ causal mask]) V · vd, from e4m3 inputs:
 //   Q (B, H, Sq, 128) and K (B, Hkv, Sk, 128), row-major; V stored TRANSPOSED, Vt (B, Hkv, 128, Sk_pad)
-//   (Sk_pad = Sk rounded up to 16: TMA's 16-byte row pitch; the tensor map stops at Sk, so what the
-//   padding holds is never read); qd (B, H), kd and vd (B, Hkv): fp32 descales, one per head.
+//   (Sk_pad = Sk rounded up to 16), the keys of each group of 16 in the order the accumulator of S
+//   holds them (flash3_fp8.cuh, the problem's KEY_ORDER), the padding zeros; the tensor map
+//   runs to Sk_pad; qd (B, H), kd and vd (B, Hkv): fp32 descales, one per head.
 // 05.05's bf16 kernel with FP8 operands: persistent, a producer warpgroup streaming K and Vt tiles of
-// 128 keys through a ring of STAGES slots, two consumer warpgroups of 64 query rows, the intra-warpgroup
+// BN keys through a ring of STAGES slots, two consumer warpgroups of 64 query rows, the intra-warpgroup
 // overlap: S_j's softmax runs while P V_{j-1} is on the tensor core, P V_{j-1} waited for at the top of
 // the next iteration (05.05's fix: after the barrier waits, which ptxas does not move code across).
 // Ping-pong (PINGPONG = 1) is not built: with that late wait ptxas serializes its wgmmas (C7519, "WG.AR
 // in divergent path"), and before it, it measured 3-4 points slower (run 3). What changes:
-//   * S = Q Kᵀ: 4 wgmma m64n128k32 e4m3 (both K-major, as 05.04's GEMM): rows of 128 bytes, +32 per k32;
+//   * S = Q Kᵀ: 4 wgmma m64n192k32 e4m3 (both K-major, as 05.04's GEMM): rows of 128 bytes, +32 per k32;
 //   * O += P V: FP8 wgmma reads B only K-major, i.e. V as (d, keys) with keys contiguous: Vt's tile
-//     (128 rows of d × 128 keys) is exactly that. P comes from registers, rounded to e4m3 and moved
-//     between the four lanes of a quad into the A fragment's places (to_a_fragment, below);
+//     (128 rows of d × BN keys) is exactly that, in boxes of 64 keys (a 128-byte-swizzled row holds 128
+//     keys at most; 64-byte rows, 64-byte swizzle). P comes from registers, rounded to e4m3 and packed:
+//     with Vt's keys in the accumulator's order, the places S's accumulator gives a thread ARE the A
+//     fragment's (to_a_fragment, below; FA3 writes its in-kernel V transpose in such an order too);
 //   * the descales: qd · kd joins the softmax's scale, vd multiplies O in the epilogue;
 //   * P is computed as 2^(s − max + 8): its largest value is 256, so that the probabilities down to
 //     2^-14 of the max stay normal e4m3 numbers (relative error ≤ 2^-4); l sums the same values, the 2^8
@@ -33,16 +36,20 @@ using namespace attn;
 //   * TREE: the row max and sum over a thread's 32 values in four independent chains, not one.
 //   POLY_: of every 8 exponentials of P, that many computed with 05.06's cubic on the FMA units (FA4's
 //     split: MUFU.EX2 does 16 a clock an SM, as many as the FP8 tensor core's work asks for); 0: none.
-//   STAGES_: the ring's slots (0, the default: 5; 16 KiB a tile, 177 KiB in all; the ablation times 4 and 6).
-// The reference is F8<0, 0, 1>; the others are the ablation's (results/ch05/fp8attn_*).
-template <int PINGPONG_, int LAZY_, int TREE_, int STAGES_ = 0, int POLY_ = 0>
+//   STAGES_: the ring's slots (0, the default: 4 of 48 KiB at BN 192, 208 KiB in all; 5 at BN 128).
+//   BN_: keys a tile, 192 (FA3 takes 224 for FP8 at d 128: its GEMMs are half as long as bf16's, the
+//     per-tile work of the CUDA cores is what it amortizes) or 128 (the ablation's).
+// The reference is F8<0, 1, 1>; the others are the ablation's (results/ch05/fp8attn_*).
+template <int PINGPONG_, int LAZY_, int TREE_, int STAGES_ = 0, int POLY_ = 0, int BN_ = 192>
 struct F8 {
-  static constexpr int D = 128, BM = 128, BN = 128, STAGES = STAGES_ ? STAGES_ : 5;
+  static constexpr int D = 128, BM = 128, BN = BN_, STAGES = STAGES_ ? STAGES_ : (BN_ == 128 ? 5 : 4);
+  static constexpr int VBOX = BN == 128 ? 128 : 64;              // keys per TMA box of Vt
+  static_assert(BN == 128 || BN == 192, "BN: 128 or 192");
   static constexpr bool PINGPONG = PINGPONG_, LAZY = LAZY_, TREE = TREE_;
   static constexpr int POLY = POLY_;                               // of every 8 exponentials, POLY on the FMA units
   static constexpr float LAZY_GAP = 0.8f;                        // < log2(448 / 256) = 0.807
   static constexpr int CONSUMERS = 2, THREADS = 384;
-  static constexpr int Q_BYTES = BM * D, KV_BYTES = BN * D;      // one byte an element: 16 KiB a tile
+  static constexpr int Q_BYTES = BM * D, KV_BYTES = BN * D;      // one byte an element: 24 KiB a tile
   static constexpr int SMEM_BYTES = Q_BYTES + 2 * STAGES * KV_BYTES + 1024;   // + 1 KiB to align to the swizzle
   static constexpr int PRODUCER_REGS = 24, CONSUMER_REGS = 240;
   static constexpr int TILE_M = BM, TILE_N = BN, TILE_K = D;     // the launch contract (course.cuh)
@@ -114,7 +121,9 @@ flash3_fp8(const __grid_constant__ TensorMap q_map,    // Q as (B·H, Sq, 128) b
           course::tma_load_3d(k_slot(s), &k_map, 0, j * BN, w.kh, &k_full[s]);
           course::mbar_wait_or_trap(&v_empty[s], parity);
           course::mbar_arrive_expect_tx(&v_full[s], C::KV_BYTES);
-          course::tma_load_3d(v_slot(s), &vt_map, j * BN, 0, w.kh, &v_full[s]);   // keys j·BN …, all 128 rows of d
+#pragma unroll
+          for (int c = 0; c < BN / C::VBOX; ++c)                                 // keys j·BN …, all 128 rows of d
+            course::tma_load_3d(v_slot(s) + c * C::VBOX * D, &vt_map, j * BN + c * C::VBOX, 0, w.kh, &v_full[s]);
         }
       }
     }
@@ -122,7 +131,7 @@ flash3_fp8(const __grid_constant__ TensorMap q_map,    // Q as (B·H, Sq, 128) b
   }
   // ---------------------------------------------------------------- the consumer warpgroups
   course::setmaxnreg_inc<C::CONSUMER_REGS>();
-  const int tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32, quad = lane % 4;
+  const int tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32;
   const int rows = 64 * wg + 16 * warp + lane / 4;      // this thread's rows of a unit: rows and rows + 8
   if (Sk == 0) {                                        // no key: O = 0
     for (int u = blockIdx.x; u < units; u += gridDim.x) {
@@ -157,19 +166,22 @@ flash3_fp8(const __grid_constant__ TensorMap q_map,    // Q as (B·H, Sq, 128) b
   Unit w;
   int it = 0;
 
-  auto issue_qk = [&](int j) {                           // S = Q K_jᵀ: 4 wgmma m64n128k32, +32 bytes a step
+  auto issue_qk = [&](int j) {                           // S = Q K_jᵀ: 4 wgmma m64nBNk32, +32 bytes a step
     const unsigned qa = course::smem_u32(q_tile) + wg * 64 * 128, kb = course::smem_u32(k_slot((it + j) % S));
 #pragma unroll
     for (int kk = 0; kk < D / 32; ++kk)
       course::wgmma_e4m3(s_acc, course::make_smem_desc(qa + 32 * kk, 16, 1024, course::DESC_SWIZZLE_128B),
                          course::make_smem_desc(kb + 32 * kk, 16, 1024, course::DESC_SWIZZLE_128B), kk > 0 ? 1 : 0);
   };
-  auto issue_pv = [&](int j) {                           // O += P V_j: 4 wgmma m64n128k32, A = P from registers
+  auto issue_pv = [&](int j) {                           // O += P V_j: BN / 32 wgmma m64n128k32, A = P from registers
     const unsigned vb = course::smem_u32(v_slot((it + j) % S));
 #pragma unroll
     for (int kk = 0; kk < BN / 32; ++kk) {
       const unsigned a[4] = {p[4 * kk], p[4 * kk + 1], p[4 * kk + 2], p[4 * kk + 3]};
-      course::wgmma_m64n128k32_rs_e4m3(o_acc, a, course::make_smem_desc(vb + 32 * kk, 16, 1024, course::DESC_SWIZZLE_128B));
+      const unsigned long long desc = C::VBOX == 128     // 64-key boxes: 64-byte rows, 8-row atoms of 512 B
+          ? course::make_smem_desc(vb + 32 * kk, 16, 1024, course::DESC_SWIZZLE_128B)
+          : course::make_smem_desc(vb + (kk / 2) * C::VBOX * D + 32 * (kk % 2), 16, 512, course::DESC_SWIZZLE_64B);
+      course::wgmma_m64n128k32_rs_e4m3(o_acc, a, desc);
     }
   };
   auto release = [&](unsigned long long* bar) {
@@ -234,33 +246,22 @@ flash3_fp8(const __grid_constant__ TensorMap q_map,    // Q as (B·H, Sq, 128) b
     for (int i = 0; i < NO; ++i) o_acc[i] *= alpha[(i >> 1) & 1];
   };
   // P (fp32, S's accumulator places) -> e4m3 in the A fragment's places, 32 keys (one k32 step) at a time.
-  // For keys 32kk … 32kk + 31, lane q of a quad holds, in rows g and g + 8, the columns 8c + 2q and
-  // 8c + 2q + 1 (c = 0 … 3): elements 16kk + 4c + {0, 1} (row g) and + {2, 3} (row g + 8). Rounded,
-  // those make r[c] = {row g pair, row g + 8 pair}. The A fragment wants in lane q' the columns 4q' … 4q' + 3
-  // (a[0], a[1]) and 16 + 4q' … (a[2], a[3]): the pairs of lanes e = 2(q' % 2) and e + 1 from block
-  // c = q' / 2 (and 2 + q' / 2). Two shuffles a half: in the first every lane sends r[0] if it is even and
-  // r[1] if odd (the second: the other one), and lane q' reads lane e + q'/2, then lane e + 1 − q'/2.
+  // Lane q of a quad holds, in rows g and g + 8, accumulator columns 8c + 2q, 8c + 2q + 1 (c = 0 … 3):
+  // elements x[4c + {0, 1}] (row g) and x[4c + {2, 3}] (row g + 8), x = s_acc + 16kk. The A fragment's
+  // register a[h] (h = 0: row g, k 0 … 15; 1: row g + 8; 2, 3: the same for k 16 … 31) holds in lane q the
+  // A columns 16(h / 2) + 4q … + 3, and Vt holds at those columns (KEY_ORDER) the keys of accumulator columns
+  // 8c + 2q, 8c + 2q + 1 for c = 2(h / 2) and 2(h / 2) + 1 -- exactly this lane's. Nothing moves between lanes.
   auto to_a_fragment = [&] {
-    const int base = lane & ~3, odd = quad & 1, hi = quad >> 1;
-    const int src1 = base + 2 * odd + hi, src2 = base + 2 * odd + 1 - hi;
 #pragma unroll
     for (int kk = 0; kk < BN / 32; ++kk) {
-      unsigned r[4];
+      const float* x = s_acc + 16 * kk;
 #pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        const int i = 16 * kk + 4 * c;
-        r[c] = course::pack_e4m3x2(s_acc[i], s_acc[i + 1]) | (course::pack_e4m3x2(s_acc[i + 2], s_acc[i + 3]) << 16);
+      for (int h = 0; h < 4; ++h) {
+        // BEGIN SOLUTION
+        const int e = 8 * (h >> 1) + 2 * (h & 1);          // block c = 2(h / 2), this row's pair; then block c + 1
+        p[4 * kk + h] = course::pack_e4m3x2(x[e], x[e + 1]) | (course::pack_e4m3x2(x[e + 4], x[e + 5]) << 16);
+        // END SOLUTION
       }
-      // BEGIN SOLUTION
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {                      // h = 0: columns 0 … 15 (a[0], a[1]); 1: 16 … 31
-        const unsigned even_first = (quad & 1) ? r[2 * h + 1] : r[2 * h], odd_first = (quad & 1) ? r[2 * h] : r[2 * h + 1];
-        const unsigned x1 = __shfl_sync(0xffffffffu, even_first, src1), x2 = __shfl_sync(0xffffffffu, odd_first, src2);
-        const unsigned e = hi ? x2 : x1, o = hi ? x1 : x2;   // from lane e (columns 4q', 4q'+1) and e + 1
-        p[4 * kk + 2 * h] = __byte_perm(e, o, 0x5410);       // row g:     e's low pair, o's low pair
-        p[4 * kk + 2 * h + 1] = __byte_perm(e, o, 0x7632);   // row g + 8: their high pairs
-      }
-      // END SOLUTION
     }
   };
 
