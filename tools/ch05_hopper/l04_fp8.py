@@ -298,10 +298,15 @@ grader.speed(launch_fp8, P.fp8_gemm, points=3)
 - **Overlap the promotion.** Without it this kernel's 128 × 192 tile runs at 104% of cuBLAS at 8192³;
   with it, 83%. A second partial per consumer (promote one k tile while the next one's wgmmas run, as
   05.03's `wait_group 1` does) needs 3 × 96 registers at 128 × 192, more than 232; at 128 × 128 it
-  fits (3 × 64) but that tile tops out at 87% even without promotion. DeepGEMM reports 10% and more
-  from flipping the yield and reuse bits of the promotion's FFMAs in the compiled SASS, so that the
-  warp scheduler interleaves them with the other warpgroup's instructions — try it on the cubin
-  (`dev/ch05_hopper/fp8_variants/yield.patch`, a `__nanosleep(0)` between chunks of 32 FMAs instead, is slower: 77%).
+  fits (3 × 64) but that tile tops out at 87% even without promotion. What a k tile costs, from SM
+  clock stamps (`dev/ch05_hopper/fp8_timeline.py`): ~1130 clocks, against ~800 with one FMA of
+  promotion left; each consumer's 96 FMAs take 300–430 clocks (~4 a piece, with or without the other
+  consumer's wgmmas running), and the chain "wait, promote, turn, issue" outlasts the other consumer's
+  wgmmas, so the tensor core idles ~300 clocks a k tile. Shorten that chain and the kernel gains.
+  DeepGEMM flips the yield bits of the promotion's FFMAs in the SASS so that the scheduler
+  interleaves them with other warps; here NVRTC already sets the hint on every other FFMA, and
+  rewriting it (`dev/ch05_hopper/ffma_yield.py`, our own patcher) gave 78–82%, no gain. Building the
+  wgmma descriptors a k tile ahead and dropping the turns (`fp8_variants/lean.patch`) reached 85%.
 - **A tile that is not a multiple of 64.** 128 × 208 (m64n208k32) reads less shared memory per FLOP
   and spreads each `wait_group 0`'s fixed latency over more wgmma work (the FMAs per FLOP stay the
   same); its 208 columns can meet three of B's scale blocks, and 2 × 104 registers of partial and sum
