@@ -40,12 +40,12 @@ using namespace attn;
 //   BN_: keys a tile, 192 (FA3 takes 224 for FP8 at d 128: its GEMMs are half as long as bf16's, the
 //     per-tile work of the CUDA cores is what it amortizes) or 128 (the ablation's).
 // The reference is F8<0, 1, 1>; the others are the ablation's (results/ch05/fp8attn_*).
-template <int PINGPONG_, int LAZY_, int TREE_, int STAGES_ = 0, int POLY_ = 0, int BN_ = 192, int LEAN_ = 0, int SPLIT_ = 0>
+template <int PINGPONG_, int LAZY_, int TREE_, int STAGES_ = 0, int POLY_ = 0, int BN_ = 192>
 struct F8 {
   static constexpr int D = 128, BM = 128, BN = BN_, STAGES = STAGES_ ? STAGES_ : (BN_ == 128 ? 5 : 4);
   static constexpr int VBOX = BN == 128 ? 128 : 64;              // keys per TMA box of Vt
   static_assert(BN == 128 || BN == 192, "BN: 128 or 192");
-  static constexpr bool PINGPONG = PINGPONG_, LAZY = LAZY_, TREE = TREE_, LEAN = LEAN_, SPLIT = SPLIT_;
+  static constexpr bool PINGPONG = PINGPONG_, LAZY = LAZY_, TREE = TREE_;
   static constexpr int POLY = POLY_;                               // of every 8 exponentials, POLY on the FMA units
   static constexpr float LAZY_GAP = 0.8f;                        // < log2(448 / 256) = 0.807
   static constexpr int CONSUMERS = 2, THREADS = 384;
@@ -65,44 +65,6 @@ __device__ __forceinline__ float ex2_fma(float x) {
   const float p = fmaf(fmaf(fmaf(C3, f, C2), f, C1), f, C0);
   return __int_as_float(__float_as_int(p) + (__float_as_int(t) << 23));
 }
-
-// mbarrier wait / arrive on a shared-memory address computed once (LEAN): no generic-to-shared
-// conversion per call. The wait is pipeline.cuh's bounded one.
-__device__ __forceinline__ bool mbar_try_wait_at(unsigned bar, unsigned parity) {
-  unsigned done;
-  asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-               " selp.u32 %0, 1, 0, p;\n}\n" : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-  return done != 0;
-}
-__device__ __forceinline__ void mbar_wait_at(unsigned bar, unsigned parity) {
-  if (mbar_try_wait_at(bar, parity)) return;
-  const long long start = clock64();
-  while (!mbar_try_wait_at(bar, parity)) {
-    if (clock64() - start > (1ll << 32)) __trap();
-  }
-}
-__device__ __forceinline__ void mbar_arrive_at(unsigned bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" :: "r"(bar) : "memory");
-}
-
-// SPLIT: S = Q K^T in two halves of BN / 2 keys (m64n96k32), each its own commit group: the row max of
-// the first half runs while the tensor core computes the second. The halves' accumulators are the first
-// and the last 48 floats of m64n192k32's (column 96 + c of the tile is element 48 + i where c is i's).
-__device__ __forceinline__ void wgmma_m64n96k32_e4m3(float* d, unsigned long long desc_a, unsigned long long desc_b,
-                                                     int scale_d) {
-  asm volatile(
-      "{\n .reg .pred p;\n setp.ne.b32 p, %50, 0;\n"
-      " wgmma.mma_async.sync.aligned.m64n96k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47}, %48, %49, p, 1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
-      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
-}
-__device__ __forceinline__ void fence_half(float* d) {
-#pragma unroll
-  for (int i = 0; i < 48; ++i) asm volatile("" : "+f"(d[i]));
-}
-
-template <bool> struct LeanIdx { using T = int; };
-template <> struct LeanIdx<true> { using T = unsigned; };
 
 template <class C>
 __global__ void __launch_bounds__(C::THREADS, 1)
@@ -202,53 +164,16 @@ flash3_fp8(const __grid_constant__ TensorMap q_map,    // Q as (B·H, Sq, 128) b
   float m[2], l[2];
   float sc_log2 = 0.f;                                   // the unit's scale of S: log2(e) / √d · qd · kd
   Unit w;
-  typename LeanIdx<C::LEAN>::T it = 0;                   // LEAN: unsigned, so that % S and / S are a mask and a shift
-  // LEAN: the barriers' shared addresses and the tiles' descriptors computed once; a slot's is slot 0's
-  // plus s · 24 KiB (the descriptor's address field counts 16 bytes), a k32 step's + 32 bytes.
-  const unsigned kf_a = course::smem_u32(k_full), ke_a = course::smem_u32(k_empty);
-  const unsigned vf_a = course::smem_u32(v_full), ve_a = course::smem_u32(v_empty);
-  const unsigned long long q_desc = course::make_smem_desc(course::smem_u32(q_tile) + wg * 64 * 128, 16, 1024, course::DESC_SWIZZLE_128B);
-  const unsigned long long k_desc = course::make_smem_desc(course::smem_u32(k_slot(0)), 16, 1024, course::DESC_SWIZZLE_128B);
-  const unsigned long long v_desc = C::VBOX == 128
-      ? course::make_smem_desc(course::smem_u32(v_slot(0)), 16, 1024, course::DESC_SWIZZLE_128B)
-      : course::make_smem_desc(course::smem_u32(v_slot(0)), 16, 512, course::DESC_SWIZZLE_64B);
-  auto wait_k = [&](unsigned g) {
-    if constexpr (C::LEAN) mbar_wait_at(kf_a + 8 * (g % S), (g / S) & 1);
-    else course::mbar_wait_or_trap(&k_full[(int)g % S], ((int)g / S) & 1);
-  };
-  auto wait_v = [&](unsigned g) {
-    if constexpr (C::LEAN) mbar_wait_at(vf_a + 8 * (g % S), (g / S) & 1);
-    else course::mbar_wait_or_trap(&v_full[(int)g % S], ((int)g / S) & 1);
-  };
+  int it = 0;
 
   auto issue_qk = [&](int j) {                           // S = Q K_jᵀ: 4 wgmma m64nBNk32, +32 bytes a step
-    if constexpr (C::LEAN) {
-      const unsigned long long kd = k_desc + ((it + j) % S) * (C::KV_BYTES >> 4);
-#pragma unroll
-      for (int kk = 0; kk < D / 32; ++kk) course::wgmma_e4m3(s_acc, q_desc + 2 * kk, kd + 2 * kk, kk > 0 ? 1 : 0);
-      return;
-    }
     const unsigned qa = course::smem_u32(q_tile) + wg * 64 * 128, kb = course::smem_u32(k_slot((it + j) % S));
 #pragma unroll
     for (int kk = 0; kk < D / 32; ++kk)
       course::wgmma_e4m3(s_acc, course::make_smem_desc(qa + 32 * kk, 16, 1024, course::DESC_SWIZZLE_128B),
                          course::make_smem_desc(kb + 32 * kk, 16, 1024, course::DESC_SWIZZLE_128B), kk > 0 ? 1 : 0);
   };
-  auto issue_qk_half = [&](int j, int h) {               // SPLIT: keys 96h … 96h + 95 of tile j
-    const unsigned long long kd = k_desc + ((it + j) % S) * (C::KV_BYTES >> 4) + h * (96 * 128 >> 4);
-#pragma unroll
-    for (int kk = 0; kk < D / 32; ++kk) wgmma_m64n96k32_e4m3(s_acc + 48 * h, q_desc + 2 * kk, kd + 2 * kk, kk > 0 ? 1 : 0);
-  };
   auto issue_pv = [&](int j) {                           // O += P V_j: BN / 32 wgmma m64n128k32, A = P from registers
-    if constexpr (C::LEAN) {
-      const unsigned long long vd = v_desc + ((it + j) % S) * (C::KV_BYTES >> 4);
-#pragma unroll
-      for (int kk = 0; kk < BN / 32; ++kk) {
-        const unsigned a[4] = {p[4 * kk], p[4 * kk + 1], p[4 * kk + 2], p[4 * kk + 3]};
-        course::wgmma_m64n128k32_rs_e4m3(o_acc, a, vd + (C::VBOX == 128 ? 2 * kk : ((kk / 2) * C::VBOX * D + 32 * (kk % 2)) >> 4));
-      }
-      return;
-    }
     const unsigned vb = course::smem_u32(v_slot((it + j) % S));
 #pragma unroll
     for (int kk = 0; kk < BN / 32; ++kk) {
@@ -263,20 +188,8 @@ flash3_fp8(const __grid_constant__ TensorMap q_map,    // Q as (B·H, Sq, 128) b
     if (signaller) course::mbar_arrive(bar);
   };
 
-  constexpr int CH = C::TREE ? 4 : 1;                    // independent chains per row
-  float mc[2][CH];
-  auto max_half = [&](int i0, int i1) {
-#pragma unroll
-    for (int i = i0; i < i1; ++i) mc[(i >> 1) & 1][(i >> 2) % CH] = fmaxf(mc[(i >> 1) & 1][(i >> 2) % CH], s_acc[i]);
-  };
-  auto max_init = [&] {
-#pragma unroll
-    for (int c = 0; c < CH; ++c) mc[0][c] = mc[1][c] = -INFINITY;
-  };
-  // half0: SPLIT's max over the first half already taken (into mc)
-  auto softmax = [&](int j, float (&alpha)[2], bool half0 = false) -> bool {   // true: O and l must be rescaled by alpha
+  auto softmax = [&](int j, float (&alpha)[2]) -> bool {   // true: O and l must be rescaled by alpha
     const bool masked = j * BN + BN > Sk || (causal && j * BN + BN - 1 > w.r0 + 64 * wg);
-    if (masked) half0 = false;
     if (masked) {
 #pragma unroll
       for (int i = 0; i < NS; ++i) {
@@ -284,12 +197,12 @@ flash3_fp8(const __grid_constant__ TensorMap q_map,    // Q as (B·H, Sq, 128) b
         if (col >= Sk || (causal && col > row)) s_acc[i] = -INFINITY;
       }
     }
-    if (half0) {
-      max_half(NS / 2, NS);
-    } else {
-      max_init();
-      max_half(0, NS);
-    }
+    constexpr int CH = C::TREE ? 4 : 1;                  // independent chains per row
+    float mc[2][CH];
+#pragma unroll
+    for (int c = 0; c < CH; ++c) mc[0][c] = mc[1][c] = -INFINITY;
+#pragma unroll
+    for (int i = 0; i < NS; ++i) mc[(i >> 1) & 1][(i >> 2) % CH] = fmaxf(mc[(i >> 1) & 1][(i >> 2) % CH], s_acc[i]);
     float mx[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
@@ -356,11 +269,7 @@ flash3_fp8(const __grid_constant__ TensorMap q_map,    // Q as (B·H, Sq, 128) b
   auto pv_done = [&](int t) {
     course::wgmma_wait<0>();
     course::wgmma_fence_operand(o_acc);
-    if constexpr (C::LEAN) {
-      if (signaller) mbar_arrive_at(ve_a + 8 * ((it + t) % S));
-    } else {
-      release(&v_empty[(it + t) % S]);
-    }
+    release(&v_empty[(it + t) % S]);
   };
 
   int tq = 0;
@@ -377,25 +286,16 @@ flash3_fp8(const __grid_constant__ TensorMap q_map,    // Q as (B·H, Sq, 128) b
     l[0] = l[1] = 0.f;
     course::mbar_wait_or_trap(&q_full, tq & 1);
     float alpha[2];
-    wait_k(it);
+    course::mbar_wait_or_trap(&k_full[it % S], (it / S) & 1);
     my_turn();
     course::wgmma_fence_operand(s_acc);
     course::wgmma_fence();
-    if constexpr (C::SPLIT) {
-      issue_qk_half(0, 0);
-      issue_qk_half(0, 1);
-    } else {
-      issue_qk(0);
-    }
+    issue_qk(0);
     course::wgmma_commit();
     pass_turn();
     course::wgmma_wait<0>();
     course::wgmma_fence_operand(s_acc);
-    if constexpr (C::LEAN) {
-      if (signaller) mbar_arrive_at(ke_a + 8 * (it % S));
-    } else {
-      release(&k_empty[it % S]);
-    }
+    release(&k_empty[it % S]);
     if (n == 1) release(&q_empty);
     softmax(0, alpha);
     bool move = false;                                   // O is zero: nothing to rescale
@@ -405,8 +305,9 @@ flash3_fp8(const __grid_constant__ TensorMap q_map,    // Q as (B·H, Sq, 128) b
     // waits: ptxas does not move code across those loops (with the wait right after the softmax, in the
     // same basic block, it hoisted the wait above the softmax, and nothing overlapped).
     for (int j = 1; j < n; ++j) {
-      wait_k(it + j);
-      wait_v(it + j - 1);
+      const int s = (it + j) % S, sp = (it + j - 1) % S;
+      course::mbar_wait_or_trap(&k_full[s], ((it + j) / S) & 1);
+      course::mbar_wait_or_trap(&v_full[sp], ((it + j - 1) / S) & 1);
       if (j >= 2) pv_done(j - 2);                        // P V_{j-2}, issued last iteration
       if (move) rescale_o(alpha);
       to_a_fragment();
@@ -414,27 +315,6 @@ flash3_fp8(const __grid_constant__ TensorMap q_map,    // Q as (B·H, Sq, 128) b
       course::wgmma_fence_operand(s_acc);
       course::wgmma_fence_operand(o_acc);
       course::wgmma_fence();
-      bool half0 = false;
-      if constexpr (C::SPLIT) {
-        issue_qk_half(j, 0);
-        course::wgmma_commit();
-        issue_qk_half(j, 1);
-        course::wgmma_commit();
-        issue_pv(j - 1);
-        course::wgmma_commit();
-        course::wgmma_wait<2>();                         // S_j's first half is done
-        fence_half(s_acc);
-        half0 = !(j * BN + BN > Sk || (causal && j * BN + BN - 1 > w.r0 + 64 * wg));   // not a masked tile
-        if (half0) {                                     // a branch: ptxas keeps the second wait below it
-          max_init();
-          max_half(0, NS / 2);
-        }
-        // and its second; the wait takes the first half's maxima as operands, so that they are computed before it
-        static_assert(CH == 4, "SPLIT: four chains");
-        asm volatile("wgmma.wait_group.sync.aligned 1;\n" : "+f"(mc[0][0]), "+f"(mc[0][1]), "+f"(mc[0][2]), "+f"(mc[0][3]),
-                     "+f"(mc[1][0]), "+f"(mc[1][1]), "+f"(mc[1][2]), "+f"(mc[1][3]) :: "memory");
-        fence_half(s_acc + NS / 2);
-      } else {
       issue_qk(j);
       course::wgmma_commit();
       issue_pv(j - 1);
@@ -442,16 +322,12 @@ flash3_fp8(const __grid_constant__ TensorMap q_map,    // Q as (B·H, Sq, 128) b
       pass_turn();
       course::wgmma_wait<1>();                           // S_j is done; P V_{j-1} may still run
       course::wgmma_fence_operand(s_acc);
-      }
-      if constexpr (C::LEAN) {
-        if (signaller) mbar_arrive_at(ke_a + 8 * ((it + j) % S));
-      } else {
-        release(&k_empty[(it + j) % S]);
-      }
+      release(&k_empty[s]);
       if (j == n - 1) release(&q_empty);
-      move = softmax(j, alpha, half0);                   // under P V_{j-1}
+      move = softmax(j, alpha);                          // under P V_{j-1}
     }
-    wait_v(it + n - 1);
+    const int last = (it + n - 1) % S;
+    course::mbar_wait_or_trap(&v_full[last], ((it + n - 1) / S) & 1);
     if (n >= 2) pv_done(n - 2);
     if (move) rescale_o(alpha);
     to_a_fragment();
