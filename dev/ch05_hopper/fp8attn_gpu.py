@@ -83,16 +83,20 @@ def do_check():
         print("CHECK: the reference passed")
 
 
+def wrong_result(launch, label: str) -> str:
+    """The RESULT line of a wrong kernel's launch checked at two sizes that show each FP8 mistake."""
+    try:
+        check(launch, P.flash3_fp8, sizes=[Attn(1, 2, 1000, 128, kind="peaked"), Attn(2, 3, 1000, 128)], seed=7, quiet=True)
+        return f"RESULT {label}: NOT caught (passed)"
+    except CheckFailed as e:
+        return f"RESULT {label}: caught: {str(e).splitlines()[0][:200]} | {' '.join(str(e).splitlines()[1:3])[:300]}"
+
+
 def do_wrong(mistake):
     from tests.wrong import ch05_flash3_fp8 as W
 
     m = fp8_module(W.cpp_variant(source(), W.FP8_MISTAKES[mistake]), "wrong")
-    launch = P.flash3_fp8_launch(m[REF])
-    try:
-        check(launch, P.flash3_fp8, sizes=[Attn(1, 2, 1000, 128, kind="peaked"), Attn(2, 3, 1000, 128)], seed=7, quiet=True)
-        print(f"RESULT {mistake}: NOT caught (passed)")
-    except CheckFailed as e:
-        print(f"RESULT {mistake}: caught: {str(e).splitlines()[0][:200]} | {' '.join(str(e).splitlines()[1:3])[:300]}")
+    print(wrong_result(P.flash3_fp8_launch(m[REF]), mistake))
 
 
 def do_accuracy():
