@@ -6,29 +6,23 @@ instructions. Used on 05.04 FP8's promotion (96 FFMAs per consumer and k tile).
 """
 from __future__ import annotations
 
-import csv
 import re
 import sys
 from collections import Counter
 
+from fp8attn_stalls import kernels, num    # the source page's reader (this folder)
+
 SAMPLES = "Warp Stall Sampling (All Samples)"
 
 
-def num(x):
-    try:
-        return float(x)
-    except ValueError:
-        return 0.0
-
-
 def main(path: str, n: int = 12) -> None:
-    rows, header = [], None
-    for row in csv.reader(open(path)):
-        if row and row[0] == "Address":
-            header = row
-        elif header and len(row) == len(header):
-            rows.append(dict(zip(header, row)))
-    reasons = [c for c in header if c.startswith("stall_") and "Not Issued" not in c]
+    for name, rows in kernels(path).items():
+        print(f"== {name}")
+        summarize(rows, n)
+
+
+def summarize(rows: list[dict], n: int) -> None:
+    reasons = [c for c in rows[0] if c.startswith("stall_") and "Not Issued" not in c]
     total = sum(num(r[SAMPLES]) for r in rows)
 
     def line(r, tot):
