@@ -222,11 +222,12 @@ def _prewarm_peer(problem) -> None:
     if problem.peer is None or problem.unavailable(False, __import__("grader").cuda.toolchain.compute_capability()):
         return
     size = problem.bench_size
-    if peers.measured(problem.peer, size, problem.work(size)):
+    work = problem.work(size)
+    if peers.measured(problem.peer, size, work):
         return
     inputs = problem.make_inputs(np.random.default_rng(0), size)
     dev = arrays.device_args(inputs, problem.arrays)
-    peers.measure(problem.peer, peers.inputs_for(dev, size, problem.work(size)))
+    peers.measure(problem.peer, peers.inputs_for(dev, size, work))
 
 
 @contextlib.contextmanager
