@@ -14,8 +14,25 @@ Tests and scripts save it with ``fig.savefig``.
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
+
+
+def show_figures_as_png(shell) -> None:
+    """Make an IPython ``shell`` show a matplotlib Figure as a PNG. IPython learns that only when
+    pyplot is imported (the inline backend registers it then); these figures bypass pyplot, so
+    without this a lesson's picture would print as the text "<Figure size … with 1 Axes>"."""
+    from IPython.core.pylabtools import print_figure
+
+    shell.display_formatter.formatters["image/png"].for_type_by_name(
+        "matplotlib.figure", "Figure", lambda fig: print_figure(fig, "png", bbox_inches="tight"))
+
+
+if "IPython" in sys.modules:                  # in a notebook's kernel: from the first `import grader` on
+    _shell = sys.modules["IPython"].get_ipython()
+    if _shell is not None:
+        show_figures_as_png(_shell)
 
 
 def subplots(nrows: int = 1, ncols: int = 1, **kw):

@@ -63,3 +63,21 @@ def test_the_check_finds_a_hidden_plot():
     assert _misplaced("if a:\n    grader.plot.ladder(rows)\n") == ["grader.plot.ladder(rows)"]
     assert _misplaced("if a:\n    display(grader.plot.ladder(rows))\n") == []
     assert _misplaced("grader.ladder_plot(v, P.x)") == []
+
+
+def test_a_kernel_shows_the_helpers_figures_as_pictures():
+    """Without pyplot, IPython has no picture for a Figure (the inline backend registers one only when
+    pyplot is imported): a lesson's figure printed as "<Figure size …>" until grader.plot registered it."""
+    from types import SimpleNamespace
+
+    from IPython.core.formatters import DisplayFormatter
+
+    from grader import plot
+
+    fig = plot.ladder([("v1", 0.5), ("v2", 0.9)], target=0.8)
+    shell = SimpleNamespace(display_formatter=DisplayFormatter())
+    data, _ = shell.display_formatter.format(fig)
+    assert "image/png" not in data and data["text/plain"].startswith("<Figure size")     # the old behaviour
+    plot.show_figures_as_png(shell)
+    data, _ = shell.display_formatter.format(fig)
+    assert data["image/png"][:8] == b"\x89PNG\r\n\x1a\n"
