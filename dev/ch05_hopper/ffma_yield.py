@@ -15,7 +15,11 @@ Policies (what each FFMA of the kernel gets):
                caches the same b register, loses its reuse flag and gets the yield hint cleared;
   "yield_all"  every FFMA: reuse flags cleared, yield bit cleared;
   "stick_all"  every FFMA: yield bit set (reuse flags kept);
-  "yield4"     every 4th FFMA of the kernel as yield_all, the rest as stick_all.
+  "yield4"     every 4th FFMA of the kernel as yield_all, the rest as stick_all;
+  "reuse_all"  every FFMA directly followed by an FFMA with the same a (or b) register caches it for
+               that one (reuse flag of slot a / b set, with the yield bit set, as ptxas pairs them);
+               ptxas itself caches the scale on every other promotion FFMA only. The last FFMA of a
+               run keeps no a/b flag and gets the yield bit cleared (ffma_bench.py's test).
 Usage (CPU): python dev/ch05_hopper/ffma_yield.py CUBIN SYMBOL POLICY OUT  -- prints what changed.
 """
 from __future__ import annotations
@@ -32,9 +36,10 @@ from grader.cuda.sass import parse_sass, run_cuobjdump  # noqa: E402
 
 YIELD = 1 << 45
 REUSE_ALL = 0xF << 58
+REUSE_A = 1 << 58
 REUSE_B = 1 << 59
 FFMA_RRR = 0x223          # the low 12 bits of an FFMA with three register sources
-POLICIES = ("deepgemm", "yield_all", "stick_all", "yield4")
+POLICIES = ("deepgemm", "yield_all", "stick_all", "yield4", "reuse_all")
 
 
 def ffma_sites(cubin: bytes, symbol: str) -> list[tuple[int, str]]:
@@ -92,6 +97,16 @@ def patch(cubin: bytes, symbol: str, policy: str) -> tuple[bytes, int, int]:
                     cached = False
                 seen.add(reg)
                 last_cached, last_reg = cached, reg
+    elif policy == "reuse_all":
+        regs = [re.findall(r"R\d+|RZ", ops) for _, ops in sites]
+        for i, (at, _) in enumerate(sites):
+            hi = hi_of[at] & ~REUSE_A & ~REUSE_B
+            if i + 1 < len(sites) and sites[i + 1][0] == at + 16:
+                d, nxt = regs[i][0], regs[i + 1]
+                for slot, flag in ((1, REUSE_A), (2, REUSE_B)):     # not a register this FFMA writes, nor RZ
+                    if regs[i][slot] == nxt[slot] and regs[i][slot] not in (d, "RZ"):
+                        hi |= flag
+            new_hi[at] = hi | YIELD if hi & REUSE_ALL else hi & ~YIELD
     else:
         for i, (at, _) in enumerate(sites):
             hi = hi_of[at]

@@ -1,7 +1,8 @@
 """Lesson 05.04's FP8 reference against (1) its promotion FFMAs' scheduling hints rewritten in the cubin
 (ffma_yield.py's policies, DeepGEMM's "FFMA interleaving" idea), (2) the turn handed over later
-(fp8_variants/handoff.patch), (3) the same without promotion FFMAs (timing only) and 05.04's ceiling,
-each checked (grader.check, ragged shapes included) before it is timed beside torch._scaled_mm
+(fp8_variants/handoff.patch), descriptors made ahead (lean.patch), the promotion gated behind the other
+consumer's issue (gate.patch, after ffma_bench.py), (3) the same without promotion FFMAs (timing only)
+and 05.04's ceiling, each checked (grader.check, ragged shapes included) before it is timed beside torch._scaled_mm
 (tensorwise, the problem's peer) in this one process. Needs a Hopper GPU.
 
     python dev/ch05_hopper/fp8_ffma.py [SIZES]      # default 8192; FP8F_ONLY=label,label to narrow
@@ -38,7 +39,11 @@ LEAN = {"lean": "fp8_gemm<Fp8<128, 192, 4, 1, 8, true, 0, false, false, true>>",
         "lean GROUP_M 16": "fp8_gemm<Fp8<128, 192, 4, 1, 16, true, 0, false, false, true>>",
         "lean+late": "fp8_gemm<Fp8<128, 192, 4, 1, 8, true, 0, false, false, true, false, true>>",
         "lean+early+late": "fp8_gemm<Fp8<128, 192, 4, 1, 8, true, 0, false, false, true, true, true>>"}
-# (label, module key, kernel, SASS policy or None); modules: "cell", "handoff", "lean", "ceiling"
+# gate.patch (lean + HANDOFF 6: a consumer promotes only once the other has issued its next k tile)
+GATE = {"gate": "fp8_gemm<Fp8<128, 192, 4, 1, 8, true, 6, false, false, true>>",
+        "gate+early": "fp8_gemm<Fp8<128, 192, 4, 1, 8, true, 6, false, false, true, true>>",
+        "gate+late": "fp8_gemm<Fp8<128, 192, 4, 1, 8, true, 6, false, false, true, false, true>>"}
+# (label, module key, kernel, SASS policy or None); modules: "cell", "handoff", "lean", "gate", "ceiling"
 PLAN = [("ref", "cell", REF, None), ("ref+deepgemm", "cell", REF, "deepgemm"),
         ("ref+yield_all", "cell", REF, "yield_all"), ("ref+stick_all", "cell", REF, "stick_all"),
         ("ref+yield4", "cell", REF, "yield4"),
@@ -49,6 +54,13 @@ PLAN = [("ref", "cell", REF, None), ("ref+deepgemm", "cell", REF, "deepgemm"),
         ("handoff2+yield_all", "handoff", HAND[2], "yield_all"), ("handoff2+stick_all", "handoff", HAND[2], "stick_all"),
         *[(label, "lean", k, None) for label, k in LEAN.items()],
         ("lean+yield_all", "lean", LEAN["lean"], "yield_all"),
+        # ffma_bench.py: the scale cached on every promotion FFMA (ptxas: every other one)
+        ("ref+reuse_all", "cell", REF, "reuse_all"), ("noturns+reuse_all", "cell", NO_TURNS, "reuse_all"),
+        ("lean+reuse_all", "lean", LEAN["lean"], "reuse_all"),
+        ("lean noturns+reuse_all", "lean", LEAN["lean noturns"], "reuse_all"),
+        *[(label, "gate", k, None) for label, k in GATE.items()],
+        *[(f"gate+{p}", "gate", GATE["gate"], p) for p in ("reuse_all", "stick_all", "yield_all")],
+        ("gate+late+reuse_all", "gate", GATE["gate+late"], "reuse_all"),
         ("nopromo TIMING ONLY", "handoff", NOPROMO, None), ("ceiling TIMING ONLY", "ceiling", CEILING, None)]
 SMOKE = G.SMOKE                     # 6 shapes, 4 of them ragged (not multiples of the tile)
 
@@ -66,6 +78,9 @@ def build():
     if "lean" in need:
         mods["lean"] = G.module(list(LEAN.values()), "fflean",
                                 variant_source(HERE / "fp8_variants" / "lean.patch", G.CELL_FILE))
+    if "gate" in need:
+        mods["gate"] = G.module(list(GATE.values()), "ffgate",
+                                variant_source(HERE / "fp8_variants" / "gate.patch", G.CELL_FILE))
     if "ceiling" in need:
         mods["ceiling"] = G.module([CEILING], "ffceil", (HERE / "fp8_explore.cu").read_text())
     for name, m in mods.items():

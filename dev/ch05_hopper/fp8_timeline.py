@@ -20,6 +20,7 @@ sys.path.insert(0, str(HERE))
 
 import numpy as np  # noqa: E402
 
+import ffma_yield as Y  # noqa: E402
 import fp8_gpu as G  # noqa: E402
 from variant_patch import variant_source  # noqa: E402
 
@@ -35,6 +36,9 @@ LEAN = {"lean": "fp8_gemm<Fp8<128, 192, 4, 1, 8, true, 0, false, true, true>>", 
         # not run yet: the turn handed over after the promotion, so no wgmma runs while a consumer
         # promotes; its promotion phase against lean's tells whether the other consumer's wgmmas slow the FFMAs
         "lean serial": "fp8_gemm<Fp8<128, 192, 4, 1, 8, true, 5, false, true, true>>"}
+# gate.patch (HANDOFF 6: no turn before the issue; the promotion waits for the other consumer's next
+# issue, so its "promote" phase below includes that wait), with STAMP + DESC; "+reuse_all": ffma_yield.py
+GATE = {"gate": "fp8_gemm<Fp8<128, 192, 4, 1, 8, true, 6, false, true, true>>"}
 PHASES = ["turn wait", "issue", "next slot", "wgmma wait", "promote", "to next top"]
 
 
@@ -45,6 +49,9 @@ def main(n=8192):
     print("BUILD", mod.summary().strip(), flush=True)
     lean = G.module(list(LEAN.values()), "fp8tll", variant_source(HERE / "fp8_variants" / "lean.patch", G.CELL_FILE))
     kernels = {**{label: (mod, k) for label, k in KERNELS.items()}, **{label: (lean, k) for label, k in LEAN.items()}}
+    gate = G.module(list(GATE.values()), "fp8tlg", variant_source(HERE / "fp8_variants" / "gate.patch", G.CELL_FILE))
+    kernels.update({label: (gate, k) for label, k in GATE.items()})
+    kernels["gate+reuse_all"] = (Y.patched_module(gate, GATE["gate"], "reuse_all")[0], GATE["gate"])
     only = [x for x in os.environ.get("TL_ONLY", "").split(",") if x]
     kernels = {label: v for label, v in kernels.items() if not only or label in only}
     inp = F.fp8_gemm.make_inputs(np.random.default_rng(0), Shape(n, n, n))
