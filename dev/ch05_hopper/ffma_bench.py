@@ -10,6 +10,8 @@ not checked. Needs a Hopper GPU (sm_90a).
     python dev/ch05_hopper/ffma_bench.py            # every condition x operand form x policy
     FFB_ONLY=label,... python dev/ch05_hopper/ffma_bench.py
     FFB_GROUP=chain|nochain python dev/ch05_hopper/ffma_bench.py    # a failed case kills the context
+    FFB_RANDOM=1 python dev/ch05_hopper/ffma_bench.py   # wgmma operands of hashed e4m3 bytes, not +-1.0
+                                                        # (written after the 2026-11-25 runs; not run yet)
 
 Prints per case: clocks per promotion FFMA (a warp's timed clocks / FFMAs; median over every SM's warps,
 with the 10th and 90th percentiles) for each consumer, and clocks per wgmma of a chain.
@@ -75,6 +77,8 @@ def main():
     out = torch.empty(sms * 384, device="cuda")
     times = torch.zeros(sms * 8 * 4, device="cuda", dtype=torch.int32)
     smem = 160 * 1024                              # one CTA per SM
+    fill = int(os.environ.get("FFB_RANDOM", "0") or 0)
+    print(f"wgmma operands: {'hashed e4m3 bytes' if fill else '+-1.0'}", flush=True)
     for label, k, policy in cases:
         try:
             m = mod
@@ -84,7 +88,7 @@ def main():
             fn = m[k]
             for _ in range(3):
                 times.zero_()
-                fn(inp, out, times, grid=sms, block=384, shared=smem)
+                fn(inp, out, times, fill, grid=sms, block=384, shared=smem)
             torch.cuda.synchronize()
             t = times.cpu().numpy().view(np.uint32).astype(np.float64).reshape(sms, 2, 4, 4)
             r0, r1 = (int(x) for x in k.split("<")[1].split(",")[:2])

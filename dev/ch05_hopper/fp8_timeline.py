@@ -33,8 +33,8 @@ KERNELS = {"ref": "fp8_gemm<Fp8<128, 192, 4, 1, 8, true, 0, false, true>>",
            "noturns": "fp8_gemm<Fp8<128, 192, 4, 1, 8, false, 0, false, true>>"}
 LEAN = {"lean": "fp8_gemm<Fp8<128, 192, 4, 1, 8, true, 0, false, true, true>>",       # lean.patch, STAMP + DESC
         "lean+late": "fp8_gemm<Fp8<128, 192, 4, 1, 8, true, 0, false, true, true, false, true>>",
-        # not run yet: the turn handed over after the promotion, so no wgmma runs while a consumer
-        # promotes; its promotion phase against lean's tells whether the other consumer's wgmmas slow the FFMAs
+        # meant as the turn handed over after the promotion, but ptxas hoists the BAR.ARV above the FFMAs
+        # (the SASS): the other consumer's wgmmas still run during the promotion, so it is NOT serial
         "lean serial": "fp8_gemm<Fp8<128, 192, 4, 1, 8, true, 5, false, true, true>>"}
 # gate.patch (HANDOFF 6: no turn before the issue; the promotion waits for the other consumer's next
 # issue, so its "promote" phase below includes that wait), with STAMP + DESC; "+reuse_all": ffma_yield.py
