@@ -20,6 +20,7 @@ import pytest
 
 import grader  # noqa: F401  (simulator first)
 from grader.compare import compare
+from grader.cuda import sass
 from grader.cuda.launch import LaunchShape
 from grader.formats import f32_to_bf16
 from grader.notebooks import cell_source, run_cells
@@ -30,7 +31,8 @@ from tests.conftest import ROOT, solution
 from tests.wrong import ch05_fp8 as W
 
 CH, NB, CELL, RUBRIC, KERNEL = W.CHAPTER, W.NOTEBOOK, W.CELL, W.RUBRIC, W.KERNEL
-CLUSTERS = "fp8_gemm<Fp8<128, 192, 4, 2, 8>>"      # the cell's other configurations: clusters of 2,
+TURNS = "fp8_gemm<Fp8<128, 192, 4, 1, 8, true>>"    # the cell's other configurations: the consumers' turns,
+CLUSTERS = "fp8_gemm<Fp8<128, 192, 4, 2, 8>>"      # clusters of 2,
 SMALL = "fp8_gemm<Fp8<128, 128, 6, 1, 8>>"          # 128 × 128 tiles
 
 
@@ -173,9 +175,7 @@ def module():
 
 
 def test_every_configuration_compiles_to_qgmma_without_spills(module):
-    from grader.cuda import sass
-
-    assert set(module.kernel_names) == {KERNEL, CLUSTERS, SMALL}
+    assert set(module.kernel_names) == {KERNEL, TURNS, CLUSTERS, SMALL}
     for k in module.kernel_names:
         n = 128 if k == SMALL else 192
         sass.require(module, k, present=[f"QGMMA.64x{n}x32.F32.E4M3.E4M3", "UTMALDG.2D", "UTMASTG.2D"],
@@ -184,14 +184,38 @@ def test_every_configuration_compiles_to_qgmma_without_spills(module):
     ops = sass.opcodes(module, KERNEL, full=True)
     assert ops["QGMMA.64x192x32.F32.E4M3.E4M3"] == 4 and ops["UTMALDG.2D.MULTICAST"] == 0
     assert sass.opcodes(module, CLUSTERS, full=True)["UTMALDG.2D.MULTICAST"] >= 1
-    # the consumers' turns: bar.arrive on the other's barrier (the first turn, then after each k tile)
-    assert ops["BAR.ARV"] == 2
+    # the reference's consumers issue when ready; with turns, bar.arrive on the other's barrier (the
+    # first turn, then after each k tile)
+    assert ops["BAR.ARV"] == 0 and sass.opcodes(module, TURNS, full=True)["BAR.ARV"] == 2
     # a 64 × 192 partial and a 64 × 192 fp32 sum: 192 registers, past the 168 at entry -- used, unspilled
     used = {int(r) for r in re.findall(r"\bR(\d+)\b", sass.disassemble(module, KERNEL))}
     assert 192 < max(used) + 1 <= 232
     shape = module.launch_shape(KERNEL)
     assert (shape.threads, shape.tile_m, shape.tile_n, shape.tile_k, shape.stages, shape.cluster) == (384, 128, 192, 128, 4, 1)
     assert shape.smem_bytes == 4 * 40 * 1024 + 2 * 16 * 1024 + 1024 <= 227 * 1024
+
+
+def _k_loop(module, kernel=KERNEL) -> list[str]:
+    """The consumers' k loop in the SASS: from the target of the branch that closes it (right after
+    the last promotion FFMA) to that branch."""
+    lines = sass.disassemble(module, kernel).splitlines()
+    last = max(i for i, ln in enumerate(lines) if "FFMA" in ln)
+    end = next(i for i in range(last, len(lines)) if re.search(r"\bBRA\b", lines[i]))
+    top = "/*" + re.search(r"BRA (?:`\()?\S*?0x([0-9a-f]+)", lines[end]).group(1).rjust(4, "0")
+    start = next(i for i, ln in enumerate(lines) if ln.strip().startswith(top))
+    return lines[start:end + 1]
+
+
+def test_the_descriptors_are_made_ahead_off_the_k_loops_critical_path(module):
+    """The cell's opaque(): the next slot's wgmma descriptors are made while a k tile's wgmmas run.
+    Without it (the cell before 2026-11-25, dev/ch05_hopper/fp8_variants/cell_v1.cu) ptxas rebuilds
+    them from the shared window's base (S2UR SR_CgaCtaId) inside the k loop, before the first wgmma."""
+    loop = _k_loop(module)
+    assert sum("QGMMA" in ln for ln in loop) == 4 and sum("FFMA" in ln for ln in loop) == 96
+    rebuilds = re.compile(r"\bS2UR\b.*SR_CgaCtaId")          # (the slot's release has an S2R of its own)
+    assert not any(rebuilds.search(ln) for ln in loop)
+    old = _compile((ROOT / "dev/ch05_hopper/fp8_variants/cell_v1.cu").read_text(), "fp8_v1")
+    assert sum(bool(rebuilds.search(ln)) for ln in _k_loop(old)) >= 1
 
 
 def test_a_trap_inlined_in_the_consumers_spills():

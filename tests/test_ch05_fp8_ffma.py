@@ -23,7 +23,7 @@ sys.path.insert(0, str(DEV))
 import ffma_yield as Y  # noqa: E402
 from variant_patch import variant_source  # noqa: E402
 
-CELL = ROOT / "tools" / "ch05_hopper" / "fp8_cell.cu"
+CELL = ROOT / "dev" / "ch05_hopper" / "fp8_variants" / "cell_v1.cu"     # what the patches were made against
 TIMED = "ffma_bench<2, 3, 0, 4>"        # consumer 0: wgmma then the timed promotion; consumer 1: a chain
 
 

@@ -37,7 +37,7 @@ CONDS = [("ffma alone", 1, 0), ("ffma x2 warps/scheduler", 1, 1), ("ffma beside 
          ("wgmma->ffma, other idle", 2, 0), ("wgmma->ffma beside chain", 2, 3), ("wgmma->ffma both", 2, 2),
          ("wgmma alone (no ffma)", 4, 0), ("wgmma both (no ffma)", 4, 4)]
 OPS = {0: "fmaf (ptxas)", 1: "imm scale", 2: "const scale", 3: "fadd"}
-POLICIES = ["reuse_all", "yield_all", "stick_all"] + (["reuse_y8"] if os.environ.get("FFB_Y8") else [])   # y8: not run yet
+POLICIES = ["reuse_all", "yield_all", "stick_all"] + (["reuse_y4", "reuse_y8", "reuse_y16"] if os.environ.get("FFB_Y8") else [])
 
 
 def kernel(r0, r1, op):

@@ -20,9 +20,9 @@ Policies (what each FFMA of the kernel gets):
                that one (reuse flag of slot a / b set, with the yield bit set, as ptxas pairs them);
                ptxas itself caches the scale on every other promotion FFMA only. The last FFMA of a
                run keeps no a/b flag and gets the yield bit cleared (ffma_bench.py's test);
-  "reuse_y8"   reuse_all, but every 8th FFMA caches nothing and yields (bit 45 clear), so that the other
-               consumer's warp gets issue slots during a promotion (ffma_bench.py: FFMAs with the bit set
-               hold the scheduler). Not run on a GPU yet.
+  "reuse_yN"   (N = 4, 8, 16) reuse_all, but every Nth FFMA caches nothing and yields (bit 45 clear), so
+               that the other consumer's warp gets issue slots during a promotion (ffma_bench.py: FFMAs
+               with the bit set hold the scheduler).
 Usage (CPU): python dev/ch05_hopper/ffma_yield.py CUBIN SYMBOL POLICY OUT  -- prints what changed.
 """
 from __future__ import annotations
@@ -42,7 +42,7 @@ REUSE_ALL = 0xF << 58
 REUSE_A = 1 << 58
 REUSE_B = 1 << 59
 FFMA_RRR = 0x223          # the low 12 bits of an FFMA with three register sources
-POLICIES = ("deepgemm", "yield_all", "stick_all", "yield4", "reuse_all", "reuse_y8")
+POLICIES = ("deepgemm", "yield_all", "stick_all", "yield4", "reuse_all", "reuse_y4", "reuse_y8", "reuse_y16")
 
 
 def ffma_sites(cubin: bytes, symbol: str) -> list[tuple[int, str]]:
@@ -100,11 +100,12 @@ def patch(cubin: bytes, symbol: str, policy: str) -> tuple[bytes, int, int]:
                     cached = False
                 seen.add(reg)
                 last_cached, last_reg = cached, reg
-    elif policy in ("reuse_all", "reuse_y8"):
+    elif policy.startswith("reuse_"):
+        every = 0 if policy == "reuse_all" else int(policy[len("reuse_y"):])
         regs = [re.findall(r"R\d+|RZ", ops) for _, ops in sites]
         for i, (at, _) in enumerate(sites):
             hi = hi_of[at] & ~REUSE_A & ~REUSE_B
-            if i + 1 < len(sites) and sites[i + 1][0] == at + 16 and (policy == "reuse_all" or i % 8 != 7):
+            if i + 1 < len(sites) and sites[i + 1][0] == at + 16 and (not every or i % every != every - 1):
                 d, nxt = regs[i][0], regs[i + 1]
                 for slot, flag in ((1, REUSE_A), (2, REUSE_B)):     # not a register this FFMA writes, nor RZ
                     if regs[i][slot] == nxt[slot] and regs[i][slot] not in (d, "RZ"):

@@ -61,9 +61,10 @@ PLAN = [("ref", "cell", REF, None), ("ref+deepgemm", "cell", REF, "deepgemm"),
         *[(label, "gate", k, None) for label, k in GATE.items()],
         *[(f"gate+{p}", "gate", GATE["gate"], p) for p in ("reuse_all", "stick_all", "yield_all")],
         ("gate+late+reuse_all", "gate", GATE["gate+late"], "reuse_all"),
-        # not run yet (2026-11-25): the scale cached, but every 8th FFMA yields (the other consumer's issue)
-        ("ref+reuse_y8", "cell", REF, "reuse_y8"), ("lean+reuse_y8", "lean", LEAN["lean"], "reuse_y8"),
-        ("lean noturns+reuse_y8", "lean", LEAN["lean noturns"], "reuse_y8"),
+        # the scale cached, but every Nth FFMA yields (the other consumer's issue)
+        *[(f"{label}+reuse_y{n}", key, k, f"reuse_y{n}") for n in (4, 8, 16)
+          for label, key, k in (("ref", "cell", REF), ("lean", "lean", LEAN["lean"]),
+                                ("lean noturns", "lean", LEAN["lean noturns"]))],
         ("nopromo TIMING ONLY", "handoff", NOPROMO, None), ("ceiling TIMING ONLY", "ceiling", CEILING, None)]
 SMOKE = G.SMOKE                     # 6 shapes, 4 of them ragged (not multiples of the tile)
 
@@ -77,13 +78,13 @@ def build():
         mods["cell"] = G.module([REF, NO_TURNS], "ffcell")
     if "handoff" in need:
         mods["handoff"] = G.module(list(HAND.values()) + [NOPROMO], "ffhand",
-                                   variant_source(HERE / "fp8_variants" / "handoff.patch", G.CELL_FILE))
+                                   variant_source(HERE / "fp8_variants" / "handoff.patch", G.PATCH_BASE))
     if "lean" in need:
         mods["lean"] = G.module(list(LEAN.values()), "fflean",
-                                variant_source(HERE / "fp8_variants" / "lean.patch", G.CELL_FILE))
+                                variant_source(HERE / "fp8_variants" / "lean.patch", G.PATCH_BASE))
     if "gate" in need:
         mods["gate"] = G.module(list(GATE.values()), "ffgate",
-                                variant_source(HERE / "fp8_variants" / "gate.patch", G.CELL_FILE))
+                                variant_source(HERE / "fp8_variants" / "gate.patch", G.PATCH_BASE))
     if "ceiling" in need:
         mods["ceiling"] = G.module([CEILING], "ffceil", (HERE / "fp8_explore.cu").read_text())
     for name, m in mods.items():

@@ -45,11 +45,11 @@ PHASES = ["turn wait", "issue", "next slot", "wgmma wait", "promote", "to next t
 def main(n=8192):
     import torch
 
-    mod = G.module(list(KERNELS.values()), "fp8tl", variant_source(HERE / "fp8_variants" / "timeline.patch", G.CELL_FILE))
+    mod = G.module(list(KERNELS.values()), "fp8tl", variant_source(HERE / "fp8_variants" / "timeline.patch", G.PATCH_BASE))
     print("BUILD", mod.summary().strip(), flush=True)
-    lean = G.module(list(LEAN.values()), "fp8tll", variant_source(HERE / "fp8_variants" / "lean.patch", G.CELL_FILE))
+    lean = G.module(list(LEAN.values()), "fp8tll", variant_source(HERE / "fp8_variants" / "lean.patch", G.PATCH_BASE))
     kernels = {**{label: (mod, k) for label, k in KERNELS.items()}, **{label: (lean, k) for label, k in LEAN.items()}}
-    gate = G.module(list(GATE.values()), "fp8tlg", variant_source(HERE / "fp8_variants" / "gate.patch", G.CELL_FILE))
+    gate = G.module(list(GATE.values()), "fp8tlg", variant_source(HERE / "fp8_variants" / "gate.patch", G.PATCH_BASE))
     kernels.update({label: (gate, k) for label, k in GATE.items()})
     kernels["gate+reuse_all"] = (Y.patched_module(gate, GATE["gate"], "reuse_all")[0], GATE["gate"])
     only = [x for x in os.environ.get("TL_ONLY", "").split(",") if x]

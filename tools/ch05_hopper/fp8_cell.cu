@@ -1,4 +1,4 @@
-%%cuda fp8 --arch sm_90a -k "fp8_gemm<Fp8<128, 192, 4, 1, 8>>" -k "fp8_gemm<Fp8<128, 192, 4, 2, 8>>" -k "fp8_gemm<Fp8<128, 128, 6, 1, 8>>"
+%%cuda fp8 --arch sm_90a -k "fp8_gemm<Fp8<128, 192, 4, 1, 8>>" -k "fp8_gemm<Fp8<128, 192, 4, 1, 8, true>>" -k "fp8_gemm<Fp8<128, 192, 4, 2, 8>>" -k "fp8_gemm<Fp8<128, 128, 6, 1, 8>>"
 #include "course.cuh"     // the launch contract, smem_u32
 #include "tma.cuh"        // TensorMap, mbarrier, TMA loads and stores
 #include "wgmma.cuh"      // the smem descriptor, wgmma fence/commit/wait, wgmma m64nNk32 e4m3, the fragment
@@ -14,11 +14,11 @@ using course::TensorMap;
 // bytes of fp8 per row: the 128-byte swizzle's span). Each consumer warpgroup runs the k tile's four
 // wgmma m64nBNk32 into a fresh partial accumulator, waits for them, and PROMOTES: adds the partial,
 // times its scales, to an fp32 accumulator in registers. FP8 wgmma's own accumulator keeps fewer
-// mantissa bits than fp32; it never sums more than 128 products here. With TURNS the two consumer
-// warpgroups take turns issuing their k tiles (two named barriers), so the tensor core runs one's
-// wgmmas while the other waits for its own and promotes. BN = 192: a tile's columns meet two of B's
-// 128-wide scale blocks, so the promotion takes each 64-column chunk's B scale from the right one.
-template <int BM, int BN, int STAGES_, int CLUSTER_, int GROUP_M_, bool TURNS_ = true>
+// mantissa bits than fp32; it never sums more than 128 products here. With TURNS (off in the
+// reference: measured slower) the two consumer warpgroups take turns issuing their k tiles (two named
+// barriers). BN = 192: a tile's columns meet two of B's 128-wide scale blocks, so the promotion
+// takes each 64-column chunk's B scale from the right one.
+template <int BM, int BN, int STAGES_, int CLUSTER_, int GROUP_M_, bool TURNS_ = false>
 struct Fp8 {
   static constexpr int TILE_M = BM, TILE_N = BN, TILE_K = 128, STAGES = STAGES_, CLUSTER = CLUSTER_;
   static constexpr int GROUP_M = GROUP_M_;
@@ -50,6 +50,14 @@ __device__ __noinline__ void mbar_wait_slow(unsigned long long* bar, unsigned pa
 }
 __device__ __forceinline__ void mbar_wait_lean(unsigned long long* bar, unsigned parity) {
   if (!course::mbar_try_wait(bar, parity)) mbar_wait_slow(bar, parity);
+}
+
+// A value the compiler must take as it is (an opaque register move): the next slot's wgmma descriptors
+// go through it, or ptxas rebuilds them from the shared window's base (S2UR SR_CgaCtaId and a dozen
+// uniform ops) right before each k tile's first wgmma, on the path from a promotion to the next wgmmas.
+__device__ __forceinline__ unsigned long long opaque(unsigned long long x) {
+  asm volatile("mov.b64 %0, %1;" : "=l"(x) : "l"(x));
+  return x;
 }
 
 template <class Cfg>
@@ -142,11 +150,13 @@ fp8_gemm(const __grid_constant__ TensorMap a_map,   // A (M, K) e4m3: box 128 co
     if constexpr (Cfg::TURNS)
       if (c == 1 && cluster < units) course::named_barrier_arrive(3, 256);
     // slot 0's descriptors, made once: slot s's are s · STAGE_BYTES further on (a descriptor holds the
-    // address / 16); the slot and its phase are counted along, across tiles
-    const unsigned long long da0 = course::make_smem_desc(course::smem_u32(a_slot(0)) + rows * 128, 16, 1024,
-                                                          course::DESC_SWIZZLE_128B);
-    const unsigned long long db0 = course::make_smem_desc(course::smem_u32(b_slot(0)), 16, 1024,
-                                                          course::DESC_SWIZZLE_128B);
+    // address / 16); the slot and its phase are counted along, across tiles, and the next slot's
+    // descriptors are made while a k tile's wgmmas run (da_s, db_s: slot s's)
+    const unsigned long long da0 = opaque(course::make_smem_desc(course::smem_u32(a_slot(0)) + rows * 128, 16,
+                                                                 1024, course::DESC_SWIZZLE_128B));
+    const unsigned long long db0 = opaque(course::make_smem_desc(course::smem_u32(b_slot(0)), 16, 1024,
+                                                                 course::DESC_SWIZZLE_128B));
+    unsigned long long da_s = da0, db_s = db0;
     int s = 0;
     unsigned phase = 0;
     for (int u = cluster; u < units; u += clusters) {
@@ -172,8 +182,7 @@ fp8_gemm(const __grid_constant__ TensorMap a_map,   // A (M, K) e4m3: box 128 co
       scales(0, scale_lo, scale_hi, scale_b, scale_b2);
       mbar_wait_lean(&full[s], phase);
       for (int kt = 0; kt < k_tiles; ++kt) {
-        const unsigned long long da = course::desc_advance(da0, s * Cfg::STAGE_BYTES);
-        const unsigned long long db = course::desc_advance(db0, s * Cfg::STAGE_BYTES);
+        const unsigned long long da = da_s, db = db_s;
         if constexpr (Cfg::TURNS) course::named_barrier_sync(3 + c, 256);   // the other has issued its k tile
         course::wgmma_fence_operand(part);
         course::wgmma_fence();
@@ -193,6 +202,8 @@ fp8_gemm(const __grid_constant__ TensorMap a_map,   // A (M, K) e4m3: box 128 co
         const unsigned phase_next = s_next == 0 ? phase ^ 1 : phase;
         float next_lo, next_hi, next_b, next_b2;
         scales(min(kt + 1, k_tiles - 1), next_lo, next_hi, next_b, next_b2);
+        da_s = opaque(course::desc_advance(da0, s_next * Cfg::STAGE_BYTES));
+        db_s = opaque(course::desc_advance(db0, s_next * Cfg::STAGE_BYTES));
         if (kt + 1 < k_tiles) mbar_wait_lean(&full[s_next], phase_next);
         course::wgmma_wait<0>();
         course::wgmma_fence_operand(part);

@@ -148,9 +148,10 @@ when the trap is inlined again.)
 40 KiB of A and B (one byte each): 0.56 µs per tile, 73 GB/s per SM, 9.6 TB/s over 132 SMs from L2
 (a 128 × 128 tile needs 12 TB/s for the same work). The promotion costs each consumer 96 FMAs and a
 `wait_group 0` per 4 wgmmas, and 0.56 µs of tensor work per k tile has to cover a warpgroup's drain
-and promotion, or the tensor core waits. Left alone, the two consumer warpgroups drift into step —
-both issue, both wait, both promote, and nothing runs on the tensor core meanwhile — so the kernel
-makes them **take turns** (below).
+and promotion, or the tensor core waits. The two consumer warpgroups could drift into step — both
+issue, both wait, both promote, and nothing runs on the tensor core meanwhile; making them **take
+turns** (below) prevents that, but measured on this tile the turns cost more than they save, and
+the reference leaves them off.
 """),
         md(r"""
 ## The kernel
@@ -176,15 +177,21 @@ off: so the next k tile's scales are loaded, its slot and phase worked out and i
 on *while this k tile's wgmmas run*, and the descriptors are made once, for slot 0 (slot s's are
 s · 40 KiB further on: a descriptor holds the address / 16). The warpgroup index goes through
 `__shfl_sync` so the compiler knows it is the same in every lane and keeps the descriptor arithmetic
-in uniform registers. What is left after the wait is the slot's release and the 96 FMAs.
+in uniform registers. The next slot's descriptors are made while this k tile's wgmmas run, and go
+through an opaque register move (`opaque`, one `mov.b64` in inline PTX): without it ptxas undoes
+the hoisting and rebuilds both from the shared window's base (`S2UR SR_CgaCtaId` and a dozen
+uniform instructions) right before each k tile's first wgmma — on the path from a promotion to the
+next wgmmas. What is left after the wait is the slot's release and the 96 FMAs.
 
-**Turns** (`TURNS`, on by default; `Fp8<…, false>` turns them off). Consumer c waits on named barrier
+**Turns** (`TURNS`, off in the reference; `Fp8<128, 192, 4, 1, 8, true>`, in the cell too, turns them
+on). Consumer c waits on named barrier
 3 + c before it issues a k tile's four wgmmas and arrives on the other's barrier right after its
 commit (`bar.sync` / `bar.arrive` with 256 threads: one warpgroup arrives, the other waits). So the
 tensor core gets consumer 0's k tile, then consumer 1's, then 0's next — and each warpgroup's drain
 and promotion run while the tensor core works through the other's wgmmas. Consumer 1 arrives once
 first (consumer 0 starts) and skips its arrival after its very last k tile, so no arrival is left
-waiting when the kernel ends.
+waiting when the kernel ends. Measured (below), the kernel without turns is 2 points faster at 8192³ (1 at 4096³):
+with nothing to wait for, a consumer issues its next k tile as soon as its promotion is done.
 
 ### Exercise (about 11 lines in two places)
 
@@ -209,18 +216,18 @@ print("fp8_gemm<Fp8<128, 192, 4, 1, 8>> launches with", fp8["fp8_gemm<Fp8<128, 1
 ### Graded without a GPU: the machine code
 
 FP8 wgmma is `QGMMA` in the SASS (bf16's is `HGMMA`): the kernel holds `QGMMA.64x192x32.F32.E4M3.E4M3`
-and no HGMMA or HMMA, TMA loads and stores, the mbarrier waits, the consumers' turns (`BAR.ARV`), **no
+and no HGMMA or HMMA, TMA loads and stores, the mbarrier waits, **no
 spills** (the registers above); setmaxnreg in effect; the epilogue's proxy fence before its TMA stores.
 The scale loads are the only global loads (`LDG`) and there are no global stores of its own. (05.03
 grades the multicast loads and the cluster barrier; this kernel runs without clusters.)
 """),
         tests(r"""
 sass.require(fp8, "fp8_gemm<Fp8<128, 192, 4, 1, 8>>",
-             present=["QGMMA.64x192x32.F32.E4M3.E4M3", "UTMALDG.2D", "UTMASTG.2D", "SYNCS.PHASECHK", "BAR.ARV"],
+             present=["QGMMA.64x192x32.F32.E4M3.E4M3", "UTMALDG.2D", "UTMASTG.2D", "SYNCS.PHASECHK"],
              absent=["HGMMA", "HMMA", "STG", "LDL", "STL"], no_spills=True)
 sass.require_fence(fp8, "fp8_gemm<Fp8<128, 192, 4, 1, 8>>", writes="STS", fence="FENCE.VIEW.ASYNC.S", reader="UTMASTG")
 regs = sass.require_setmaxnreg(fp8, "fp8_gemm<Fp8<128, 192, 4, 1, 8>>", threads=384)
-print(f"✓ QGMMA 64x192x32 e4m3, TMA loads and stores, the mbarrier waits, the consumers' turns; setmaxnreg "
+print(f"✓ QGMMA 64x192x32 e4m3, TMA loads and stores, the mbarrier waits; setmaxnreg "
       f"in effect ({regs['registers']} registers at entry); no spills")
 """, "test_fp8_sass", 2),
         md(r"""
@@ -252,27 +259,28 @@ and B, in the same run. **Full points at 60%**, nothing at 6%. The peer does les
 scales, no promotion: cuBLAS's block-scaled FP8 needs Blackwell), which is what makes it the bar. The
 course's goal for its reference: ≥ 90% at 8192³.
 
-**Measured on an H100** (2026-11-24, each ratio to cuBLAS FP8 tensorwise measured in the same run;
-`results/ch05/fp8wide_gpu_h100_2026-11-24.log` and `fp8wide_scoreboard_…`): through the judge
-1007 TFLOP/s = **76.5% of cuBLAS FP8 tensorwise** (1317) at 4096³, 3/3 points (the notebook's own figure
-75.8%); at 8192³ 1228 TFLOP/s = **83%** of tensorwise (1485) and 90% of rowwise (1370). The reference
-goal, ≥ 90% of tensorwise at 8192³, is **not reached**. The ladder, at 8192³ (4096³ in brackets), each
-row's ratio to the cuBLAS run beside it:
+**Measured on an H100** (2026-11-25, each ratio to cuBLAS FP8 tensorwise measured in the same run;
+`results/ch05/fp8desc_gpu_h100_2026-11-25.log`): at 8192³ 1256 TFLOP/s = **85%** of tensorwise (1480)
+and 92% of rowwise (1373); at 4096³ 1043 TFLOP/s = 79% (1312). The reference goal, ≥ 90% of
+tensorwise at 8192³, is **not reached**. The ladder, at 8192³ (4096³ in brackets), each row's ratio to
+the cuBLAS run beside it:
 
 | kernel | TFLOP/s | of tensorwise cuBLAS | log (`results/ch05/`) |
 | --- | --- | --- | --- |
 | first version: 128 × 128, no turns, every k tile's set-up after the wait | 958 (861) | 65% (67%) | `fp8speed_explore_…` |
 | + the consumers take turns, the lean k loop (the previous lesson kernel, clusters of 2) | 1088 (992) | 73% (74%) | `fp8wide_gpu_…` |
 | the same with clusters of 1 | 1138 (1045) | 77% (80%) | `fp8speed_gpu_…` |
-| **128 × 192, the trap off the consumers' path, clusters of 1: this kernel** | 1228 (1013) | **83%** (76%) | `fp8wide_gpu_…` |
-| this kernel without turns (`Fp8<128, 192, 4, 1, 8, false>`) | 1234 (1027) | 83% (77%) | `fp8wide_gpu_…` |
-| this kernel with clusters of 2 (`Fp8<128, 192, 4, 2, 8>`) | 1143 (924) | 77% (69%) | `fp8wide_gpu_…` |
-| ceiling: 128 × 192 with no promotion at all (wrong values) | 1539 (1263) | 104% (95%) | `fp8wide_gpu_…` |
+| 128 × 192, the trap off the consumers' path, clusters of 1 (the reference until 2026-11-25) | 1224 (1012) | 83% (77%) | `fp8desc_gpu_…` |
+| **+ the descriptors made a k tile ahead (`opaque`), no turns: this kernel** | 1256 (1043) | **85%** (79%) | `fp8desc_gpu_…` |
+| this kernel with turns (`Fp8<128, 192, 4, 1, 8, true>`) | 1227 (1017) | 83% (78%) | `fp8desc_gpu_…` |
+| this kernel with clusters of 2 (`Fp8<128, 192, 4, 2, 8>`) | 1208 (983) | 82% (75%) | `fp8desc_gpu_…` |
+| ceiling: 128 × 192 with no promotion at all (wrong values) | 1540 (1283) | 104% (98%) | `fp8desc_gpu_…` |
 
 At 8192³ the wider tile is worth 6 points over the best 128 × 128 kernel; at 4096³ it is not (22 tile
 columns of 192 against 32 of 128: 704 tiles on 132 SMs leave the sixth wave a third full). With the
-wider tile the turns no longer matter, and clusters of 2 cost 6 points. Nsight Compute at 8192³
-(`fp8wide_ncu_…`): the tensor pipe is active **73%** of the time for this kernel, 94% for cuBLAS's
+wider tile the turns cost 2 points, and clusters of 2 cost 3. Nsight Compute at 8192³ (the reference
+before the descriptor change,
+`fp8wide_ncu_…`): the tensor pipe is active **73%** of the time for this kernel, 94% for cuBLAS's
 (`nvjet…144x128…coopA`: 144 × 128 tiles, no promotion). What is left is the promotion's place in each
 consumer's k loop — `wait_group 0`, 96 FMAs, then the next wgmmas: without it the same kernel runs at
 104%. Tried beside it, slower: a 192 × 128 tile with three consumer warpgroups of 64 × 128 (78%;
@@ -296,17 +304,21 @@ grader.speed(launch_fp8, P.fp8_gemm, points=3)
 ## Stretch goals (no points)
 
 - **Overlap the promotion.** Without it this kernel's 128 × 192 tile runs at 104% of cuBLAS at 8192³;
-  with it, 83%. A second partial per consumer (promote one k tile while the next one's wgmmas run, as
+  with it, 85%. A second partial per consumer (promote one k tile while the next one's wgmmas run, as
   05.03's `wait_group 1` does) needs 3 × 96 registers at 128 × 192, more than 232; at 128 × 128 it
   fits (3 × 64) but that tile tops out at 87% even without promotion. What a k tile costs, from SM
-  clock stamps (`dev/ch05_hopper/fp8_timeline.py`): ~1130 clocks, against ~800 with one FMA of
-  promotion left; each consumer's 96 FMAs take 300–430 clocks (~4 a piece, with or without the other
-  consumer's wgmmas running), and the chain "wait, promote, turn, issue" outlasts the other consumer's
-  wgmmas, so the tensor core idles ~300 clocks a k tile. Shorten that chain and the kernel gains.
-  DeepGEMM flips the yield bits of the promotion's FFMAs in the SASS so that the scheduler
-  interleaves them with other warps; here NVRTC already sets the hint on every other FFMA, and
-  rewriting it (`dev/ch05_hopper/ffma_yield.py`, our own patcher) gave 78–82%, no gain. Building the
-  wgmma descriptors a k tile ahead and dropping the turns (`fp8_variants/lean.patch`) reached 85%.
+  clock stamps (`dev/ch05_hopper/fp8_timeline.py`, the previous reference): ~1130 clocks, against
+  ~800 with one FMA of promotion left; each consumer's 96 FMAs take 300–430 clocks, and the chain
+  "wait, promote, turn, issue" outlasts the other consumer's wgmmas, so the tensor core idles ~300
+  clocks a k tile. Why the FMAs are slow, from a microbenchmark with this kernel's warps
+  (`dev/ch05_hopper/ffma_bench.py`, `results/ch05/fp8ffma2_…`): an FFMA that reads two registers
+  issues every ~1 clock alone, one that reads three every ~2; **while a wgmma runs in the same SM
+  sub-partition both costs double** (the tensor core takes about half the register file's read
+  bandwidth). ptxas caches the scale (`.reuse`) on every other FFMA only, because a cached operand is
+  lost when the warp yields: ~3 clocks an FFMA beside the other consumer's wgmmas. Caching it on
+  every FFMA (rewriting the cubin: `dev/ch05_hopper/ffma_yield.py`) makes them ~2 clocks, but a warp
+  that never yields starves the other consumer's issue; letting every 4th FFMA yield reached 87%
+  (`reuse_y4`, `fp8ffma2_…_run4`). DeepGEMM rewrites the same bits; NVRTC 13 already alternates them.
 - **A tile that is not a multiple of 64.** 128 × 208 (m64n208k32) reads less shared memory per FLOP
   and spreads each `wait_group 0`'s fixed latency over more wgmma work (the FMAs per FLOP stay the
   same); its 208 columns can meet three of B's scale blocks, and 2 × 104 registers of partial and sum
