@@ -270,16 +270,19 @@ def test_mistakes_are_caught_in_their_own_process(mistake):
 
 
 def test_dev_variants_patch_still_applies():
-    """dev/ch05_hopper/fp8attn_variants/perm_ones.patch (the session-3 variants: P by quad shuffles, row
-    sums from the tensor core) and lean_dbuf.patch (session 4's LEAN/SPLIT/DBUF/QUAD) are diffs against
-    this cell: a cell change they no longer match fails here, not on the GPU."""
+    """dev/ch05_hopper/fp8attn_variants/cuts.patch (fp8attn_v5's CUT switch) is a diff against this cell: a
+    cell change it no longer matches fails here, not on the GPU. perm_ones.patch (P by quad shuffles, row
+    sums from the tensor core) and lean_dbuf.patch (LEAN/SPLIT/DBUF/QUAD) are diffs against the previous
+    cell, kept as fp8attn_variants/cell_v4.cu; lean_dbuf's "lean dbuf quad" is this cell's reference."""
     import sys
 
     sys.path.insert(0, str(ROOT / "dev" / "ch05_hopper"))
     from variant_patch import variant_source
 
-    cell = ROOT / "tools/ch05_hopper/flash3_fp8_cell.cu"
+    cell = ROOT / "dev/ch05_hopper/fp8attn_variants/cell_v4.cu"
     src = variant_source(ROOT / "dev/ch05_hopper/fp8attn_variants/perm_ones.patch", cell)
     assert "int PERM_ = 1, int ONES_ = 0" in src and "__shfl_sync" in src and "m64n136k32" in src
     src = variant_source(ROOT / "dev/ch05_hopper/fp8attn_variants/lean_dbuf.patch", cell)   # fp8attn_v4's switches
     assert "int LEAN_ = 0, int SPLIT_ = 0, int DBUF_ = 0, int QUAD_ = 0" in src
+    src = variant_source(ROOT / "dev/ch05_hopper/fp8attn_variants/cuts.patch", ROOT / "tools/ch05_hopper/flash3_fp8_cell.cu")
+    assert "int BN_ = 192, int CUT_ = 0>" in src
