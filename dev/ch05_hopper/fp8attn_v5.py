@@ -1,8 +1,10 @@
-"""Lesson 05.05's FP8 part, session 3's fifth round (fp8attn5): the cell's new reference (fp8attn4's "lean dbuf
-quad", now the cell's code) and the cuts of fp8attn_variants/cuts.patch (CUT_: 1 the mask test, 2 the kept
-reference point, 4 seeded chains and the row sums kept across tiles), each checked, then timed in rounds,
-interleaved, beside 05.05's bf16 kernel in one process (H100, B 4, H 32, S 4096, d 128), with the previous
-reference (the cell at main 22079cf, OLD_CELL) in the same rounds.
+"""Lesson 05.05's FP8 part, session 3's fifth round (fp8attn5), each kernel checked, then timed in rounds,
+interleaved, beside 05.05's bf16 kernel in one process (H100, B 4, H 32, S 4096, d 128).
+Run 1 (V5_RUN=1): fp8attn4's "lean dbuf quad" as a cell (fp8attn_variants/cell_v5a.cu) and the cuts of
+fp8attn_variants/cuts.patch on it (CUT_: 1 the mask test, 2 the kept reference point, 4 seeded chains and the
+row sums kept across tiles), the previous reference (cell_v4.cu, the cell at main 22079cf) in the same rounds.
+Run 2 (the default): the lesson's cell (cuts 1 and 2, the chains seeded, the row sums merged each tile: no
+spill at any switch), its switches, beside the previous reference, lean dbuf quad and run 1's cuts 7.
 
     python dev/ch05_hopper/fp8attn_v5.py check             # every kernel at a dozen sizes (2 seeds, 1 fresh; switches 1 fresh)
     python dev/ch05_hopper/fp8attn_v5.py time [REPS]       # non-causal REPS rounds (default 5), causal 2, switches 1
@@ -31,8 +33,10 @@ from grader.problems.attention import Attn  # noqa: E402
 from tests.cells import compile_cell  # noqa: E402
 from variant_patch import variant_source  # noqa: E402
 
-PATCH = ROOT / "dev" / "ch05_hopper" / "fp8attn_variants" / "cuts.patch"
-OLD_CELL = os.environ.get("OLD_CELL", str(ROOT / "dev" / "ch05_hopper" / "fp8attn_variants" / "cell_v4.cu"))   # the previous cell (main 22079cf)
+VAR = ROOT / "dev" / "ch05_hopper" / "fp8attn_variants"
+PATCH, CELL_V5A = VAR / "cuts.patch", VAR / "cell_v5a.cu"   # cuts.patch is a diff against cell_v5a.cu
+RUN1 = os.environ.get("V5_RUN") == "1"
+OLD_CELL = os.environ.get("OLD_CELL", str(VAR / "cell_v4.cu"))   # the previous cell (main 22079cf)
 REF = "flash3_fp8<F8<0, 1, 1>>"
 SWITCHES = ["flash3_fp8<F8<0, 0, 1>>", "flash3_fp8<F8<0, 1, 0>>", "flash3_fp8<F8<0, 1, 1, 3>>", "flash3_fp8<F8<0, 1, 1, 0, 0, 128>>"]
 CUTS = {"cuts 3 (mask, ref)": 3, "cuts 6 (ref, seed)": 6, "cuts 7 (mask, ref, seed)": 7}
@@ -59,9 +63,14 @@ def _module(src: str, kerns, name: str):
 
 def kernels():
     """(label, module, kernel) for every kernel of this round."""
-    cell = CELL.read_text()
-    new = _module(cell, [REF] + SWITCHES, "v5new")
-    cuts_src = variant_source(PATCH, CELL)
+    cuts_src = variant_source(PATCH, CELL_V5A)
+    if not RUN1:
+        new = _module(CELL.read_text(), [REF] + SWITCHES, "v5cell")
+        v5a = _module(CELL_V5A.read_text(), [REF], "v5a")
+        cm = _module(cuts_src, [cut(REF, BEST)], "v5cuts")
+        return ([("the cell's reference F8<0,1,1>", new, REF)] + [(f"cell {k}", new, k) for k in SWITCHES]
+                + [("lean dbuf quad (cell_v5a)", v5a, REF), (f"run 1's cuts {BEST} (cuts.patch)", cm, cut(REF, BEST))])
+    new = _module(CELL_V5A.read_text(), [REF] + SWITCHES, "v5new")
     ck = [cut(REF, c) for c in CUTS.values()] + [cut(k, BEST) for k in SWITCHES]
     cm = _module(cuts_src, ck, "v5cuts")
     out = [("new reference F8<0,1,1> (lean dbuf quad)", new, REF)]
@@ -82,7 +91,7 @@ def do_check():
     for label, m, kern in kernels():
         launch = P.flash3_fp8_launch(m[kern])
         bad = 0
-        main = label.startswith(("new reference", "cuts "))  and "flash3" not in label
+        main = not label.startswith("cell") and "flash3" not in label
         for s in FEW:
             for seed in ((1234, secrets.randbits(31)) if main else (secrets.randbits(31),)):
                 try:
@@ -94,9 +103,9 @@ def do_check():
 
 
 def do_full(rounds=2):
-    """The new reference and the best cut at every visible and hidden size, fresh seeds each round."""
-    cell = CELL.read_text()
-    todo = [("cell", cell, REF), ("cuts", variant_source(PATCH, CELL), cut(REF, BEST))]
+    """The cell's reference (run 1: lean dbuf quad and the best cut) at every visible and hidden size, fresh seeds."""
+    todo = ([("cell", CELL_V5A.read_text(), REF), ("cuts", variant_source(PATCH, CELL_V5A), cut(REF, BEST))] if RUN1
+            else [("cell", CELL.read_text(), REF)])
     for label, src, kern in todo:
         first, _, body = src.partition("\n")
         m = compile_cell(first + "\n" + body, f"v5full{label}", only=kern)
@@ -116,7 +125,7 @@ def do_full(rounds=2):
 def do_wrong(mistake, on="cell"):
     from tests.wrong import ch05_flash3_fp8 as W
 
-    src = CELL.read_text() if on == "cell" else variant_source(PATCH, CELL)
+    src = (CELL_V5A if RUN1 else CELL).read_text() if on == "cell" else variant_source(PATCH, CELL_V5A)
     kern = REF if on == "cell" else cut(REF, BEST)
     first, _, body = W.cpp_variant(src, W.FP8_MISTAKES[mistake]).partition("\n")
     m = compile_cell(first + "\n" + body, f"v5wrong{on}", only=kern)
@@ -128,7 +137,7 @@ def do_time(reps=5):
 
     _shared_cases()
     ks = kernels()
-    main = [k for k in ks if "cell F8" not in k[0] and not k[0].startswith(f"cuts {BEST} flash3")]
+    main = [k for k in ks if not k[0].startswith(("cell flash3", f"cuts {BEST} flash3"))]
     side = [k for k in ks if k not in main]
     if OLD_CELL:
         old = _module(Path(OLD_CELL).read_text(), [REF], "v5old")

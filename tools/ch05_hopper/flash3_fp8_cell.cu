@@ -42,9 +42,11 @@ using namespace attn;
 //   STAGES_: the ring's slots (0, the default: 4 of 48 KiB at BN 192, 208 KiB in all; 5 at BN 128).
 //   BN_: keys a tile, 192 (FA3 takes 224 for FP8 at d 128: its GEMMs are half as long as bf16's, the
 //     per-tile work of the CUDA cores is what it amortizes) or 128 (the ablation's).
-// The loop's bookkeeping is kept small (it is instructions in the softmax's stream): the barriers' shared
-// addresses and the tiles' descriptors are computed once (a slot's = slot 0's + s · 24 KiB), the ring's
-// index is unsigned (% S and / S: a mask and a shift).
+// Every instruction of a tile counts (the softmax's stream is what binds): the barriers' shared addresses
+// and the tiles' descriptors are computed once (a slot's = slot 0's + s · 24 KiB), the ring's index is
+// unsigned (% S and / S: a mask and a shift); the tiles that need no mask are counted once a unit; what
+// depends only on the running max (the vote's threshold, the exponent's offset, alpha) is computed when
+// the max moves, not every tile; the row sums stay in their chains across the unit's tiles.
 // The reference is F8<0, 1, 1>; the others are the ablation's (results/ch05/fp8attn_*).
 template <int PINGPONG_, int LAZY_, int TREE_, int STAGES_ = 0, int POLY_ = 0, int BN_ = 192>
 struct F8 {
@@ -155,7 +157,11 @@ flash3_fp8(const __grid_constant__ TensorMap q_map,    // Q as (B·H, Sq, 128) b
   float s_acc[NS], o_acc[NO];
   unsigned p[BN / 8], pb[BN / 8];                        // P in e4m3, four to a register, in the A fragment's places:
                                                          // two buffers (tiles of even j in p, odd j in pb)
-  float m[2], l[2];
+  constexpr int CH = C::TREE ? 4 : 1;                    // independent chains per row (max and sum)
+  // A row's state across a unit's tiles: its sum l of P; and, changed only when its max moves, the running
+  // max m (log2 units), the vote's threshold mg = m + LAZY_GAP, the exponent's offset nref = P_SHIFT − ref_point(m).
+  float l[2], m[2], mg[2], nref[2];
+  int n_full = 0;                                        // the unit's tiles j < n_full need no mask
   float sc_log2 = 0.f;                                   // the unit's scale of S: log2(e) / √d · qd · kd
   Unit w;
   unsigned it = 0;                                       // tiles consumed before this unit (the ring's index)
@@ -188,63 +194,56 @@ flash3_fp8(const __grid_constant__ TensorMap q_map,    // Q as (B·H, Sq, 128) b
     }
   };
 
-  auto softmax = [&](int j, float (&alpha)[2]) -> bool {   // true: O and l must be rescaled by alpha
-    const bool masked = j * BN + BN > Sk || (causal && j * BN + BN - 1 > w.r0 + 64 * wg);
-    if (masked) {
+  auto softmax = [&](int j, float (&alpha)[2]) -> bool {   // true: O must be rescaled by alpha
+    if (j >= n_full) {
 #pragma unroll
       for (int i = 0; i < NS; ++i) {
         const int col = j * BN + course::wgmma_acc_col(i), row = w.r0 + rows + 8 * ((i >> 1) & 1);
         if (col >= Sk || (causal && col > row)) s_acc[i] = -INFINITY;
       }
     }
-    constexpr int CH = C::TREE ? 4 : 1;                  // independent chains per row
+    // The row max in CH chains, each started at its first score, element 4c + 2r (not at -inf: ptxas may
+    // not drop fmaxf(-inf, x), which is -inf, not x, for a NaN x).
     float mc[2][CH];
 #pragma unroll
-    for (int c = 0; c < CH; ++c) mc[0][c] = mc[1][c] = -INFINITY;
+    for (int c = 0; c < CH; ++c) mc[0][c] = s_acc[4 * c], mc[1][c] = s_acc[4 * c + 2];
 #pragma unroll
-    for (int i = 0; i < NS; ++i) mc[(i >> 1) & 1][(i >> 2) % CH] = fmaxf(mc[(i >> 1) & 1][(i >> 2) % CH], s_acc[i]);
-    float v[2], mx[2];                                   // this lane's max of each row; the row's
+    for (int i = 0; i < NS; ++i)
+      if (i >= 4 * CH || (i & 1)) mc[(i >> 1) & 1][(i >> 2) % CH] = fmaxf(mc[(i >> 1) & 1][(i >> 2) % CH], s_acc[i]);
+    float v[2];                                          // this lane's max of each row
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       v[r] = mc[r][0];
 #pragma unroll
       for (int c = 1; c < CH; ++c) v[r] = fmaxf(v[r], mc[r][c]);
     }
-    bool move = true;
-    if constexpr (C::LAZY) {                             // the vote on the lanes' maxima; the quad's max only if it moves
-      move = __any_sync(0xffffffffu, v[0] * sc_log2 > m[0] + C::LAZY_GAP || v[1] * sc_log2 > m[1] + C::LAZY_GAP);
-      if (move) {
+    bool move = true;                                    // LAZY: the vote on the lanes' maxima (sc_log2 > 0)
+    if constexpr (C::LAZY) move = __any_sync(0xffffffffu, v[0] * sc_log2 > mg[0] || v[1] * sc_log2 > mg[1]);
+    if (move) {                                          // the quad's max, and what depends on it
 #pragma unroll
-        for (int r = 0; r < 2; ++r) mx[r] = fmaxf(m[r], quad_max(v[r]) * sc_log2);
+      for (int r = 0; r < 2; ++r) {
+        const float mx = fmaxf(m[r], quad_max(v[r]) * sc_log2), ref = ref_point(mx);
+        alpha[r] = ex2(m[r] - ref);                      // 0 while the row had no score (m = -inf)
+        l[r] *= alpha[r];
+        m[r] = mx;
+        mg[r] = mx + C::LAZY_GAP;
+        nref[r] = C::P_SHIFT - ref;                      // P = 2^(s − m + 8): at most 256 (448 with LAZY)
       }
-    } else {
-#pragma unroll
-      for (int r = 0; r < 2; ++r) mx[r] = fmaxf(m[r], quad_max(v[r]) * sc_log2);   // sc_log2 > 0: the scaled scores' max
     }
-    float ref[2];
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const float keep = move ? mx[r] : m[r];
-      ref[r] = ref_point(keep);
-      alpha[r] = move ? ex2(m[r] - ref[r]) : 1.f;        // 0 while the row had no score (m = -inf)
-      m[r] = keep;
-      ref[r] -= C::P_SHIFT;                              // P = 2^(s − m + 8): at most 256 (448 with LAZY)
-    }
-    float sc[2][CH];
-#pragma unroll
-    for (int c = 0; c < CH; ++c) sc[0][c] = sc[1][c] = 0.f;
+    float sc[2][CH];                                     // the tile's row sums in CH chains, each started at its first P
 #pragma unroll
     for (int i = 0; i < NS; ++i) {
-      const float x = fmaf(s_acc[i], sc_log2, -ref[(i >> 1) & 1]);
+      const float x = fmaf(s_acc[i], sc_log2, nref[(i >> 1) & 1]);
       s_acc[i] = (i & 7) < C::POLY ? ex2_fma(x) : ex2(x);
-      sc[(i >> 1) & 1][(i >> 2) % CH] += s_acc[i];
+      float& chain = sc[(i >> 1) & 1][(i >> 2) % CH];
+      chain = i < 4 * CH && !(i & 1) ? s_acc[i] : chain + s_acc[i];
     }
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       float sum = sc[r][0];
 #pragma unroll
       for (int c = 1; c < CH; ++c) sum += sc[r][c];
-      l[r] = move ? l[r] * alpha[r] + sum : l[r] + sum;
+      l[r] += sum;
     }
     return move;
   };
@@ -283,8 +282,11 @@ flash3_fp8(const __grid_constant__ TensorMap q_map,    // Q as (B·H, Sq, 128) b
     const float v_scale = __ldg(vd + w.kh);
 #pragma unroll
     for (int i = 0; i < NO; ++i) o_acc[i] = 0.f;
-    m[0] = m[1] = -INFINITY;
+    m[0] = m[1] = mg[0] = mg[1] = -INFINITY;
+    nref[0] = nref[1] = C::P_SHIFT;
     l[0] = l[1] = 0.f;
+    // Tiles j < n_full need no mask: their keys are all < Sk and, causal, ≤ this warpgroup's first row.
+    n_full = (causal ? min(Sk, w.r0 + 64 * wg + 1) : Sk) / BN;
     course::mbar_wait_or_trap(&q_full, tq & 1);
     float alpha[2];
     wait_k(it);
