@@ -158,9 +158,10 @@ flash3_fp8(const __grid_constant__ TensorMap q_map,    // Q as (B·H, Sq, 128) b
   unsigned p[BN / 8], pb[BN / 8];                        // P in e4m3, four to a register, in the A fragment's places:
                                                          // two buffers (tiles of even j in p, odd j in pb)
   constexpr int CH = C::TREE ? 4 : 1;                    // independent chains per row (max and sum)
-  // A row's state across a unit's tiles: its sum l of P; and, changed only when its max moves, the running
-  // max m (log2 units), the vote's threshold mg = m + LAZY_GAP, the exponent's offset nref = P_SHIFT − ref_point(m).
-  float l[2], m[2], mg[2], nref[2];
+  // A row's state across a unit's tiles: its sum of P in CH chains, lc (rescaled with O, added up in the
+  // epilogue: no chain merged each tile); and, changed only when its max moves, the running max m (log2
+  // units), the vote's threshold mg = m + LAZY_GAP, the exponent's offset nref = P_SHIFT − ref_point(m).
+  float lc[2][CH], m[2], mg[2], nref[2];
   int n_full = 0;                                        // the unit's tiles j < n_full need no mask
   float sc_log2 = 0.f;                                   // the unit's scale of S: log2(e) / √d · qd · kd
   Unit w;
@@ -224,26 +225,18 @@ flash3_fp8(const __grid_constant__ TensorMap q_map,    // Q as (B·H, Sq, 128) b
       for (int r = 0; r < 2; ++r) {
         const float mx = fmaxf(m[r], quad_max(v[r]) * sc_log2), ref = ref_point(mx);
         alpha[r] = ex2(m[r] - ref);                      // 0 while the row had no score (m = -inf)
-        l[r] *= alpha[r];
+#pragma unroll
+        for (int c = 0; c < CH; ++c) lc[r][c] *= alpha[r];
         m[r] = mx;
         mg[r] = mx + C::LAZY_GAP;
         nref[r] = C::P_SHIFT - ref;                      // P = 2^(s − m + 8): at most 256 (448 with LAZY)
       }
     }
-    float sc[2][CH];                                     // the tile's row sums in CH chains, each started at its first P
 #pragma unroll
     for (int i = 0; i < NS; ++i) {
       const float x = fmaf(s_acc[i], sc_log2, nref[(i >> 1) & 1]);
       s_acc[i] = (i & 7) < C::POLY ? ex2_fma(x) : ex2(x);
-      float& chain = sc[(i >> 1) & 1][(i >> 2) % CH];
-      chain = i < 4 * CH && !(i & 1) ? s_acc[i] : chain + s_acc[i];
-    }
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float sum = sc[r][0];
-#pragma unroll
-      for (int c = 1; c < CH; ++c) sum += sc[r][c];
-      l[r] += sum;
+      lc[(i >> 1) & 1][(i >> 2) % CH] += s_acc[i];
     }
     return move;
   };
@@ -284,7 +277,8 @@ flash3_fp8(const __grid_constant__ TensorMap q_map,    // Q as (B·H, Sq, 128) b
     for (int i = 0; i < NO; ++i) o_acc[i] = 0.f;
     m[0] = m[1] = mg[0] = mg[1] = -INFINITY;
     nref[0] = nref[1] = C::P_SHIFT;
-    l[0] = l[1] = 0.f;
+#pragma unroll
+    for (int c = 0; c < CH; ++c) lc[0][c] = lc[1][c] = 0.f;
     // Tiles j < n_full need no mask: their keys are all < Sk and, causal, ≤ this warpgroup's first row.
     n_full = (causal ? min(Sk, w.r0 + 64 * wg + 1) : Sk) / BN;
     course::mbar_wait_or_trap(&q_full, tq & 1);
@@ -355,7 +349,10 @@ flash3_fp8(const __grid_constant__ TensorMap q_map,    // Q as (B·H, Sq, 128) b
     float f[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      const float lr = quad_sum(l[r]);
+      float lr = lc[r][0];
+#pragma unroll
+      for (int c = 1; c < CH; ++c) lr += lc[r][c];
+      lr = quad_sum(lr);
       // BEGIN SOLUTION
       f[r] = lr > 0.f ? v_scale / lr : 0.f;
       // END SOLUTION
