@@ -3,15 +3,17 @@ interleaved, beside 05.05's bf16 kernel in one process (H100, B 4, H 32, S 4096,
 Run 1 (V5_RUN=1): fp8attn4's "lean dbuf quad" as a cell (fp8attn_variants/cell_v5a.cu) and the cuts of
 fp8attn_variants/cuts.patch on it (CUT_: 1 the mask test, 2 the kept reference point, 4 seeded chains and the
 row sums kept across tiles), the previous reference (cell_v4.cu, the cell at main 22079cf) in the same rounds.
-Run 2 (V5_RUN=2): the cell of commit 708ab4d (run 1's cuts 7 with the row sums merged each tile), its switches
-and ring.patch on it, beside the previous reference, lean dbuf quad and run 1's cuts 7 (the row sums merged
-each tile lost what cuts 7 gained). Run 3 (the default): the lesson's cell (run 1's cuts 7, its loop instruction
-for instruction), its switches, ring.patch on it (the ring's slots and phases carried from tile to tile: no
-switch spills), beside the previous reference and lean dbuf quad.
+Run 2: the cell of commit 708ab4d (run 1's cuts 7 with the row sums merged each tile), its switches and a
+ring.patch on it, beside the previous reference, lean dbuf quad and run 1's cuts 7 (the row sums merged each
+tile lost what cuts 7 gained). Run 3: the cell of commit 824e25f (run 1's cuts 7, its loop instruction for
+instruction), its switches, and ring.patch on it (the ring's slots and phases carried from tile to tile: no
+switch spills), beside the previous reference and lean dbuf quad; that ring form is now the lesson's cell
+(the same machine code under NVRTC 13.0). Runs 2 and 3 are in git (commits 708ab4d, 824e25f); this script
+(the default) times the lesson's cell, its switches, run 1's cuts 7, lean dbuf quad and the previous reference.
 
     python dev/ch05_hopper/fp8attn_v5.py check             # every kernel at a dozen sizes (2 seeds, 1 fresh; switches 1 fresh)
     python dev/ch05_hopper/fp8attn_v5.py time [REPS]       # non-causal REPS rounds (default 5), causal 2, switches 1
-    python dev/ch05_hopper/fp8attn_v5.py full [ROUNDS]     # V5_FULL kernels at every visible and hidden size, fresh seeds
+    python dev/ch05_hopper/fp8attn_v5.py full [ROUNDS]     # the cell's reference at every visible and hidden size, fresh seeds
     python dev/ch05_hopper/fp8attn_v5.py wrong NAME [cuts] # a mistake of tests/wrong/ch05_flash3_fp8.py on the cell (or cuts)
 """
 from __future__ import annotations
@@ -38,7 +40,6 @@ from variant_patch import variant_source  # noqa: E402
 
 VAR = ROOT / "dev" / "ch05_hopper" / "fp8attn_variants"
 PATCH, CELL_V5A = VAR / "cuts.patch", VAR / "cell_v5a.cu"   # cuts.patch is a diff against cell_v5a.cu
-RING = VAR / "ring.patch"   # against the cell: the ring's slots and phases carried from tile to tile, not (it + j) % S, / S
 RUN1 = os.environ.get("V5_RUN") == "1"
 OLD_CELL = os.environ.get("OLD_CELL", str(VAR / "cell_v4.cu"))   # the previous cell (main 22079cf)
 REF = "flash3_fp8<F8<0, 1, 1>>"
@@ -71,10 +72,9 @@ def kernels():
     if not RUN1:
         new = _module(CELL.read_text(), [REF] + SWITCHES, "v5cell")
         v5a = _module(CELL_V5A.read_text(), [REF], "v5a")
-        rm = _module(variant_source(RING, CELL), [REF] + SWITCHES, "v5ring")
+        cm = _module(cuts_src, [cut(REF, BEST)], "v5cuts")
         return ([("the cell's reference F8<0,1,1>", new, REF)] + [(f"cell {k}", new, k) for k in SWITCHES]
-                + [("lean dbuf quad (cell_v5a)", v5a, REF), ("ring (ring.patch) F8<0,1,1>", rm, REF)]
-                + [(f"ring {k}", rm, k) for k in SWITCHES])
+                + [("lean dbuf quad (cell_v5a)", v5a, REF), (f"run 1's cuts {BEST} (cuts.patch)", cm, cut(REF, BEST))])
     new = _module(CELL_V5A.read_text(), [REF] + SWITCHES, "v5new")
     ck = [cut(REF, c) for c in CUTS.values()] + [cut(k, BEST) for k in SWITCHES]
     cm = _module(cuts_src, ck, "v5cuts")
@@ -96,7 +96,7 @@ def do_check():
     for label, m, kern in kernels():
         launch = P.flash3_fp8_launch(m[kern])
         bad = 0
-        main = not label.startswith(("cell", "ring flash3")) and "flash3" not in label
+        main = not label.startswith("cell") and "flash3" not in label
         for s in FEW:
             for seed in ((1234, secrets.randbits(31)) if main else (secrets.randbits(31),)):
                 try:
@@ -110,7 +110,7 @@ def do_check():
 def do_full(rounds=2):
     """The cell's reference (run 1: lean dbuf quad and the best cut) at every visible and hidden size, fresh seeds."""
     todo = ([("cell", CELL_V5A.read_text(), REF), ("cuts", variant_source(PATCH, CELL_V5A), cut(REF, BEST))] if RUN1
-            else [("cell", CELL.read_text(), REF), ("ring", variant_source(RING, CELL), REF)])
+            else [("cell", CELL.read_text(), REF)])
     for label, src, kern in todo:
         first, _, body = src.partition("\n")
         m = compile_cell(first + "\n" + body, f"v5full{label}", only=kern)
@@ -130,8 +130,7 @@ def do_full(rounds=2):
 def do_wrong(mistake, on="cell"):
     from tests.wrong import ch05_flash3_fp8 as W
 
-    src = ((CELL_V5A if RUN1 else CELL).read_text() if on == "cell" else variant_source(RING, CELL) if on == "ring"
-           else variant_source(PATCH, CELL_V5A))
+    src = (CELL_V5A if RUN1 else CELL).read_text() if on == "cell" else variant_source(PATCH, CELL_V5A)
     kern = cut(REF, BEST) if on == "cuts" else REF
     first, _, body = W.cpp_variant(src, W.FP8_MISTAKES[mistake]).partition("\n")
     m = compile_cell(first + "\n" + body, f"v5wrong{on}", only=kern)
@@ -143,7 +142,7 @@ def do_time(reps=5):
 
     _shared_cases()
     ks = kernels()
-    main = [k for k in ks if not k[0].startswith(("cell flash3", f"cuts {BEST} flash3", "ring flash3"))]
+    main = [k for k in ks if not k[0].startswith(("cell flash3", f"cuts {BEST} flash3"))]
     side = [k for k in ks if k not in main]
     if OLD_CELL:
         old = _module(Path(OLD_CELL).read_text(), [REF], "v5old")

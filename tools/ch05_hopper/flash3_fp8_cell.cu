@@ -42,11 +42,12 @@ using namespace attn;
 //   STAGES_: the ring's slots (0, the default: 4 of 48 KiB at BN 192, 208 KiB in all; 5 at BN 128).
 //   BN_: keys a tile, 192 (FA3 takes 224 for FP8 at d 128: its GEMMs are half as long as bf16's, the
 //     per-tile work of the CUDA cores is what it amortizes) or 128 (the ablation's).
-// Every instruction of a tile counts (the softmax's stream is what binds): the barriers' shared addresses
-// and the tiles' descriptors are computed once (a slot's = slot 0's + s · 24 KiB), the ring's index is
-// unsigned (% S and / S: a mask and a shift); the tiles that need no mask are counted once a unit; what
-// depends only on the running max (the vote's threshold, the exponent's offset, alpha) is computed when
-// the max moves, not every tile; the row sums stay in their chains across the unit's tiles.
+// Every instruction of a tile counts (the softmax's stream is what binds, see the lesson): the barriers'
+// shared addresses and the tiles' descriptors are computed once (a slot's = slot 0's + s · 24 KiB), the
+// ring's slots and phases carried from tile to tile; the tiles that need no mask counted once a unit; what
+// depends only on the running max (the vote's threshold, the exponent's offset, alpha) computed when the
+// max moves, not every tile; the max's chains started at their first score, and the row sums kept in their
+// chains across the unit's tiles (merged each tile they cost 1.5-2 points: results/ch05/fp8attn_v5_*).
 // The reference is F8<0, 1, 1>; the others are the ablation's (results/ch05/fp8attn_*).
 template <int PINGPONG_, int LAZY_, int TREE_, int STAGES_ = 0, int POLY_ = 0, int BN_ = 192>
 struct F8 {
@@ -181,13 +182,13 @@ flash3_fp8(const __grid_constant__ TensorMap q_map,    // Q as (B·H, Sq, 128) b
   auto free_k = [&](unsigned g) { if (signaller) course::mbar_arrive_at(ke_a + 8 * (g % S)); };
   auto free_v = [&](unsigned g) { if (signaller) course::mbar_arrive_at(ve_a + 8 * (g % S)); };
 
-  auto issue_qk = [&](int j) {                           // S = Q K_jᵀ: 4 wgmma m64nBNk32, +32 bytes a step
-    const unsigned long long kd = k_desc + ((it + j) % S) * (C::KV_BYTES >> 4);
+  auto issue_qk = [&](unsigned slot) {                   // S = Q K_jᵀ: 4 wgmma m64nBNk32, +32 bytes a step
+    const unsigned long long kd = k_desc + slot * (C::KV_BYTES >> 4);
 #pragma unroll
     for (int kk = 0; kk < D / 32; ++kk) course::wgmma_e4m3(s_acc, q_desc + 2 * kk, kd + 2 * kk, kk > 0 ? 1 : 0);
   };
-  auto issue_pv = [&](int j, const unsigned (&p)[BN / 8]) {   // O += P V_j: BN / 32 wgmma m64n128k32, A = P from registers
-    const unsigned long long vd = v_desc + ((it + j) % S) * (C::KV_BYTES >> 4);
+  auto issue_pv = [&](unsigned slot, const unsigned (&p)[BN / 8]) {   // O += P V_j: BN / 32 wgmma m64n128k32, A = P from registers
+    const unsigned long long vd = v_desc + slot * (C::KV_BYTES >> 4);
 #pragma unroll
     for (int kk = 0; kk < BN / 32; ++kk) {               // +32 bytes a k32 step; with 64-key boxes, the next box after two
       const unsigned a[4] = {p[4 * kk], p[4 * kk + 1], p[4 * kk + 2], p[4 * kk + 3]};
@@ -283,10 +284,13 @@ flash3_fp8(const __grid_constant__ TensorMap q_map,    // Q as (B·H, Sq, 128) b
     n_full = (causal ? min(Sk, w.r0 + 64 * wg + 1) : Sk) / BN;
     course::mbar_wait_or_trap(&q_full, tq & 1);
     float alpha[2];
+    // The ring's slot and phase of tile j (here 0) and of tile j − 1, and tile j − 2's slot: carried from
+    // tile to tile (the unit's first and last tiles use the ring's index, it + j).
+    unsigned ks = it % S, kph = (it / S) & 1, vs = 0, vph = 0, ps = 0;
     wait_k(it);
     course::wgmma_fence_operand(s_acc);
     course::wgmma_fence();
-    issue_qk(0);
+    issue_qk(ks);
     course::wgmma_commit();
     course::wgmma_wait<0>();
     course::wgmma_fence_operand(s_acc);
@@ -300,8 +304,10 @@ flash3_fp8(const __grid_constant__ TensorMap q_map,    // Q as (B·H, Sq, 128) b
     // is on the tensor core, and P_j is packed into the free buffer. O is waited for (P V_{j-1}) only when
     // it must be rescaled, before the next tile's P V adds to it.
     auto step = [&](int j, const unsigned (&cur)[BN / 8], unsigned (&nxt)[BN / 8]) {
-      wait_k(it + j);
-      wait_v(it + j - 1);
+      ps = vs, vs = ks, vph = kph;                       // tile j − 1's are the last tile's j
+      if (++ks == S) ks = 0, kph ^= 1;
+      course::mbar_wait_at(kf_a + 8 * ks, kph);
+      course::mbar_wait_at(vf_a + 8 * vs, vph);
       if (move) {                                        // P V_{j-2} done before O changes
         course::wgmma_wait<0>();
         course::wgmma_fence_operand(o_acc);
@@ -310,14 +316,16 @@ flash3_fp8(const __grid_constant__ TensorMap q_map,    // Q as (B·H, Sq, 128) b
       }
       course::wgmma_fence_operand(s_acc);
       course::wgmma_fence();
-      issue_qk(j);
+      issue_qk(ks);
       course::wgmma_commit();
-      issue_pv(j - 1, cur);
+      issue_pv(vs, cur);
       course::wgmma_commit();
       course::wgmma_wait<1>();                           // S_j is done, and so is P V_{j-2}
       course::wgmma_fence_operand(s_acc);
-      free_k(it + j);
-      if (j >= 2) free_v(it + j - 2);
+      if (signaller) {
+        course::mbar_arrive_at(ke_a + 8 * ks);
+        if (j >= 2) course::mbar_arrive_at(ve_a + 8 * ps);
+      }
       if (j == n - 1 && signaller) course::mbar_arrive(&q_empty);
       move = softmax(j, alpha);                          // under P V_{j-1}
       to_a_fragment(nxt);
@@ -338,7 +346,7 @@ flash3_fp8(const __grid_constant__ TensorMap q_map,    // Q as (B·H, Sq, 128) b
     if (move) rescale_o(alpha);
     course::wgmma_fence_operand(o_acc);
     course::wgmma_fence();
-    issue_pv(n - 1, p);
+    issue_pv((it + n - 1) % S, p);
     course::wgmma_commit();
     course::wgmma_wait<0>();
     course::wgmma_fence_operand(o_acc);
