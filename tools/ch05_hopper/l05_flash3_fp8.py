@@ -163,8 +163,8 @@ max — the vote's threshold, the exponent's offset, the rescale factors — is 
 not every tile; the tiles that need a mask are known once a unit (`n_full`); the row max's four chains
 start at their first score and the row sums stay in their four chains across the unit's tiles (summed
 in the epilogue); the barriers' addresses and the descriptors are computed once, the ring's slots and
-phases carried from tile to tile. Counted in the machine code (NVRTC 13.0, `dev/ch05_hopper/fp8attn_v5.py`'s
-round), a warp's instructions on a 192-key tile's common path (no mask, no rescale): 557, of which the
+phases carried from tile to tile. Counted in the machine code (NVRTC 13.0,
+`dev/ch05_hopper/fp8attn_hotpath.py`), a warp's instructions on a 192-key tile's common path (no mask, no rescale): 557, of which the
 softmax's own 96 FFMA (scale and subtract in one), 96 `MUFU.EX2`, 96 FADD (sums), 94 FMNMX (max) and
 48 F2FP (two e4m3 a conversion) — 609 before these cuts.
 
