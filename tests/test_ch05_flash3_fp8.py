@@ -211,15 +211,16 @@ def test_every_switch_compiles_clean(module):
     assert [(module.launch_shape(k).tile_n, module.launch_shape(k).stages) for k in SWITCHES[2:]] == [(192, 3), (128, 5)]
 
 
-def test_the_wait_after_the_softmax_overlaps_nothing():
-    """The cell's first form (P V_{j-1} waited for right after S_j's softmax): ptxas hoists the wait
-    above the softmax -- 0 exponentials under P V, though the PTX has them there. The SASS test above
+def test_the_wait_after_the_softmax_overlaps_little():
+    """The obvious form (P V_{j-1} waited for right after S_j's softmax): ptxas hoists the wait into
+    the softmax's first exponentials -- at most a quarter of the tile's 96 under P V (17 with NVRTC 13.0
+    and 13.5; 0 in the cell's first form), though the PTX has all of them there. The SASS test above
     tells the two apart."""
     from grader.cuda import sass
 
     old = compile_cell(W.cpp_variant(reference(), W.WAIT_AFTER_SOFTMAX), "f8_wait_after", KERNEL)
     text = sass.disassemble(old, KERNEL)
-    assert "WARPGROUP.DEPBAR.LE gsb0, 0x1" in text and _ex2_under_pv(text) == 0
+    assert "WARPGROUP.DEPBAR.LE gsb0, 0x1" in text and _ex2_under_pv(text) <= 192 // 8
 
 
 def test_rubric_passes_for_the_reference_and_fails_for_the_stub(module):
@@ -270,16 +271,19 @@ def test_mistakes_are_caught_in_their_own_process(mistake):
 
 
 def test_dev_variants_patch_still_applies():
-    """dev/ch05_hopper/fp8attn_variants/perm_ones.patch (the session-3 variants: P by quad shuffles, row
-    sums from the tensor core) and lean_dbuf.patch (session 4's LEAN/SPLIT/DBUF/QUAD) are diffs against
-    this cell: a cell change they no longer match fails here, not on the GPU."""
+    """The dev variants are diffs against the cells they were made from, kept in dev/ch05_hopper/fp8attn_variants/:
+    perm_ones.patch (P by quad shuffles, row sums from the tensor core) and lean_dbuf.patch (LEAN/SPLIT/DBUF/QUAD)
+    against cell_v4.cu (the cell before session 3's fifth round), cuts.patch (fp8attn_v5's CUT switch) against
+    cell_v5a.cu (lean dbuf quad as a cell). A patch that no longer matches fails here, not on the GPU."""
     import sys
 
     sys.path.insert(0, str(ROOT / "dev" / "ch05_hopper"))
     from variant_patch import variant_source
 
-    cell = ROOT / "tools/ch05_hopper/flash3_fp8_cell.cu"
+    cell = ROOT / "dev/ch05_hopper/fp8attn_variants/cell_v4.cu"
     src = variant_source(ROOT / "dev/ch05_hopper/fp8attn_variants/perm_ones.patch", cell)
     assert "int PERM_ = 1, int ONES_ = 0" in src and "__shfl_sync" in src and "m64n136k32" in src
     src = variant_source(ROOT / "dev/ch05_hopper/fp8attn_variants/lean_dbuf.patch", cell)   # fp8attn_v4's switches
     assert "int LEAN_ = 0, int SPLIT_ = 0, int DBUF_ = 0, int QUAD_ = 0" in src
+    src = variant_source(ROOT / "dev/ch05_hopper/fp8attn_variants/cuts.patch", ROOT / "dev/ch05_hopper/fp8attn_variants/cell_v5a.cu")
+    assert "int BN_ = 192, int CUT_ = 0>" in src

@@ -36,7 +36,7 @@ from grader.problems import flash3_fp8 as P  # noqa: E402
 from grader.problems.attention import Attn  # noqa: E402
 from tests.cells import compile_cell  # noqa: E402
 
-CELL = ROOT / "tools" / "ch05_hopper" / "flash3_fp8_cell.cu"
+CELL = ROOT / "dev" / "ch05_hopper" / "fp8attn_variants" / "cell_v4.cu"   # the cell these variants were made against (main 22079cf)
 PATCH = ROOT / "dev" / "ch05_hopper" / "fp8attn_variants" / "perm_ones.patch"
 # label -> (kernel of the patched cell: F8<PINGPONG, LAZY, TREE, STAGES, POLY, BN, PERM, ONES>, Vt permuted?).
 # Runs 1-2 built them from a whole copy of the cell with the switches in another order (F8<…, POLY, PERM, BN,

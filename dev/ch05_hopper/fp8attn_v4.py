@@ -35,11 +35,12 @@ from tests.cells import compile_cell  # noqa: E402
 from variant_patch import variant_source  # noqa: E402
 
 PATCH = ROOT / "dev" / "ch05_hopper" / "fp8attn_variants" / "lean_dbuf.patch"
+CELL_V4 = ROOT / "dev" / "ch05_hopper" / "fp8attn_variants" / "cell_v4.cu"   # the cell the patch was made against (main 22079cf)
 
 
 def _src() -> str:
     """The lesson's cell with this round's switches (the patch; runs 1-3 built the same text from the cell)."""
-    return variant_source(PATCH, CELL)
+    return variant_source(PATCH, CELL_V4)
 
 # run 1 also timed "split" F8<0, 1, 1, 0, 0, 192, 0, 1> and "lean split" F8<0, 1, 1, 0, 0, 192, 1, 1> (V4_EXTRA)
 # run 2: "lean", "dbuf" F8<0, 1, 1, 0, 0, 192, 0, 0, 1>, "lean dbuf" F8<0, 1, 1, 0, 0, 192, 1, 0, 1>

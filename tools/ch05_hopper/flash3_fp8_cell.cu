@@ -16,10 +16,11 @@ using namespace attn;
 //   runs to Sk_pad; qd (B, H), kd and vd (B, Hkv): fp32 descales, one per head.
 // 05.05's bf16 kernel with FP8 operands: persistent, a producer warpgroup streaming K and Vt tiles of
 // BN keys through a ring of STAGES slots, two consumer warpgroups of 64 query rows, the intra-warpgroup
-// overlap: S_j's softmax runs while P V_{j-1} is on the tensor core, P V_{j-1} waited for at the top of
-// the next iteration (05.05's fix: after the barrier waits, which ptxas does not move code across).
-// Ping-pong (PINGPONG = 1) is not built: with that late wait ptxas serializes its wgmmas (C7519, "WG.AR
-// in divergent path"), and before it, it measured 3-4 points slower (run 3). What changes:
+// overlap: S_j's softmax runs while P V_{j-1} is on the tensor core; P V_{j-1} is waited for only when O
+// must be rescaled (or at the unit's end), so P lives in two register buffers (p, pb): P_j is packed into
+// the one P V_{j-2} read, and the wait for S_j retires P V_{j-2} too.
+// Ping-pong (PINGPONG = 1) is not built: it measured 3-4 points slower (results/ch05/fp8attn_*_run3), and
+// with 05.05's late wait ptxas serialized its wgmmas (C7519, "WG.AR in divergent path"). What changes:
 //   * S = Q Kᵀ: 4 wgmma m64n192k32 e4m3 (both K-major, as 05.04's GEMM): rows of 128 bytes, +32 per k32;
 //   * O += P V: FP8 wgmma reads B only K-major, i.e. V as (d, keys) with keys contiguous: Vt's tile
 //     (128 rows of d × BN keys) is exactly that, in boxes of 64 keys (a 128-byte-swizzled row holds 128
@@ -32,20 +33,29 @@ using namespace attn;
 //     cancels in O / l.
 //   * LAZY: the running max moves (and O, l are rescaled) only when a row's new max exceeds it by more
 //     than LAZY_GAP = log2(448 / 256): below that P stays ≤ 448, still an e4m3 number (FA4's conditional
-//     rescaling, made safe by P's headroom); the decision is per warp, so a warp skips its 64 FMULs;
+//     rescaling, made safe by P's headroom); the decision is per warp, so a warp skips its 64 FMULs. A
+//     row's max exceeds m + gap iff one of its lanes' own maxima does: the warp votes on the lanes' maxima,
+//     and the quad's shuffles (the row's max) run only when the vote says it moves;
 //   * TREE: the row max and sum over a thread's 32 values in four independent chains, not one.
 //   POLY_: of every 8 exponentials of P, that many computed with 05.06's cubic on the FMA units (FA4's
 //     split: MUFU.EX2 does 16 a clock an SM, as many as the FP8 tensor core's work asks for); 0: none.
 //   STAGES_: the ring's slots (0, the default: 4 of 48 KiB at BN 192, 208 KiB in all; 5 at BN 128).
 //   BN_: keys a tile, 192 (FA3 takes 224 for FP8 at d 128: its GEMMs are half as long as bf16's, the
 //     per-tile work of the CUDA cores is what it amortizes) or 128 (the ablation's).
+// Every instruction of a tile counts (the softmax's stream is what binds, see the lesson): the barriers'
+// shared addresses and the tiles' descriptors are computed once (a slot's = slot 0's + s · 24 KiB), the
+// ring's slots and phases carried from tile to tile; the tiles that need no mask counted once a unit; what
+// depends only on the running max (the vote's threshold, the exponent's offset, alpha) computed when the
+// max moves, not every tile; the max's chains started at their first score, and the row sums kept in their
+// chains across the unit's tiles (merged each tile they cost 1.5-2 points: results/ch05/fp8attn_v5_*).
 // The reference is F8<0, 1, 1>; the others are the ablation's (results/ch05/fp8attn_*).
 template <int PINGPONG_, int LAZY_, int TREE_, int STAGES_ = 0, int POLY_ = 0, int BN_ = 192>
 struct F8 {
   static constexpr int D = 128, BM = 128, BN = BN_, STAGES = STAGES_ ? STAGES_ : (BN_ == 128 ? 5 : 4);
   static constexpr int VBOX = BN == 128 ? 128 : 64;              // keys per TMA box of Vt
   static_assert(BN == 128 || BN == 192, "BN: 128 or 192");
-  static constexpr bool PINGPONG = PINGPONG_, LAZY = LAZY_, TREE = TREE_;
+  static_assert(!PINGPONG_, "ping-pong is no longer built (see above)");
+  static constexpr bool LAZY = LAZY_, TREE = TREE_;
   static constexpr int POLY = POLY_;                               // of every 8 exponentials, POLY on the FMA units
   static constexpr float LAZY_GAP = 0.8f;                        // < log2(448 / 256) = 0.807
   static constexpr int CONSUMERS = 2, THREADS = 384;
@@ -75,7 +85,7 @@ flash3_fp8(const __grid_constant__ TensorMap q_map,    // Q as (B·H, Sq, 128) b
            bf16_t* __restrict__ O, int Sq, int Sk, int B, int H, int Hkv, int group, float scale_log2, int causal) {
   constexpr int D = C::D, BM = C::BM, BN = C::BN, S = C::STAGES;
   extern __shared__ unsigned char smem_raw[];
-  __shared__ unsigned long long q_full, q_empty, k_full[S], k_empty[S], v_full[S], v_empty[S], turn[2];
+  __shared__ unsigned long long q_full, q_empty, k_full[S], k_empty[S], v_full[S], v_empty[S];
   unsigned char* q_tile = smem_raw + ((1024 - (course::smem_u32(smem_raw) & 1023)) & 1023);
   auto k_slot = [&](int s) { return q_tile + C::Q_BYTES + s * C::KV_BYTES; };
   auto v_slot = [&](int s) { return q_tile + C::Q_BYTES + (S + s) * C::KV_BYTES; };
@@ -97,8 +107,6 @@ flash3_fp8(const __grid_constant__ TensorMap q_map,    // Q as (B·H, Sq, 128) b
       course::mbar_init(&k_empty[s], C::CONSUMERS);
       course::mbar_init(&v_empty[s], C::CONSUMERS);
     }
-    course::mbar_init(&turn[0], 4);
-    course::mbar_init(&turn[1], 4);
     course::fence_mbarrier_init();
   }
   __syncthreads();
@@ -146,97 +154,90 @@ flash3_fp8(const __grid_constant__ TensorMap q_map,    // Q as (B·H, Sq, 128) b
   }
   const bool signaller = tid == 0;
 
-  int turns = 0;
-  auto my_turn = [&] {
-    if constexpr (C::PINGPONG) course::mbar_wait_or_trap(&turn[wg], turns & 1);
-    ++turns;
-  };
-  auto pass_turn = [&] {
-    if constexpr (C::PINGPONG) {
-      if (lane == 0) course::mbar_arrive(&turn[wg ^ 1]);
-    }
-  };
-  if (C::PINGPONG && wg == 1) pass_turn();
-
   constexpr int NS = BN / 2, NO = D / 2;
   float s_acc[NS], o_acc[NO];
-  unsigned p[BN / 8];                                    // P in e4m3, four to a register, in the A fragment's places
-  float m[2], l[2];
+  unsigned p[BN / 8], pb[BN / 8];                        // P in e4m3, four to a register, in the A fragment's places:
+                                                         // two buffers (tiles of even j in p, odd j in pb)
+  constexpr int CH = C::TREE ? 4 : 1;                    // independent chains per row (max and sum)
+  // A row's state across a unit's tiles: its sum of P in CH chains, lc (rescaled with O, added up in the
+  // epilogue: no chain merged each tile); and, changed only when its max moves, the running max m (log2
+  // units), the vote's threshold mg = m + LAZY_GAP, the exponent's offset nref = P_SHIFT − ref_point(m).
+  float lc[2][CH], m[2], mg[2], nref[2];
+  int n_full = 0;                                        // the unit's tiles j < n_full need no mask
   float sc_log2 = 0.f;                                   // the unit's scale of S: log2(e) / √d · qd · kd
   Unit w;
-  int it = 0;
+  unsigned it = 0;                                       // tiles consumed before this unit (the ring's index)
 
-  auto issue_qk = [&](int j) {                           // S = Q K_jᵀ: 4 wgmma m64nBNk32, +32 bytes a step
-    const unsigned qa = course::smem_u32(q_tile) + wg * 64 * 128, kb = course::smem_u32(k_slot((it + j) % S));
+  // Computed once: the barriers' shared addresses (8 bytes a slot) and the descriptors of Q's rows and of
+  // slot 0's K and Vt tiles; a slot's are slot 0's + s · 24 KiB (the address field counts 16 bytes).
+  const unsigned kf_a = course::smem_u32(k_full), ke_a = course::smem_u32(k_empty);
+  const unsigned vf_a = course::smem_u32(v_full), ve_a = course::smem_u32(v_empty);
+  const unsigned long long q_desc = course::make_smem_desc(course::smem_u32(q_tile) + wg * 64 * 128, 16, 1024, course::DESC_SWIZZLE_128B);
+  const unsigned long long k_desc = course::make_smem_desc(course::smem_u32(k_slot(0)), 16, 1024, course::DESC_SWIZZLE_128B);
+  const unsigned long long v_desc = C::VBOX == 128       // 64-key boxes: 64-byte rows, 8-row atoms of 512 B
+      ? course::make_smem_desc(course::smem_u32(v_slot(0)), 16, 1024, course::DESC_SWIZZLE_128B)
+      : course::make_smem_desc(course::smem_u32(v_slot(0)), 16, 512, course::DESC_SWIZZLE_64B);
+  auto wait_k = [&](unsigned g) { course::mbar_wait_at(kf_a + 8 * (g % S), (g / S) & 1); };   // tile g of the ring
+  auto wait_v = [&](unsigned g) { course::mbar_wait_at(vf_a + 8 * (g % S), (g / S) & 1); };
+  auto free_k = [&](unsigned g) { if (signaller) course::mbar_arrive_at(ke_a + 8 * (g % S)); };
+  auto free_v = [&](unsigned g) { if (signaller) course::mbar_arrive_at(ve_a + 8 * (g % S)); };
+
+  auto issue_qk = [&](unsigned slot) {                   // S = Q K_jᵀ: 4 wgmma m64nBNk32, +32 bytes a step
+    const unsigned long long kd = k_desc + slot * (C::KV_BYTES >> 4);
 #pragma unroll
-    for (int kk = 0; kk < D / 32; ++kk)
-      course::wgmma_e4m3(s_acc, course::make_smem_desc(qa + 32 * kk, 16, 1024, course::DESC_SWIZZLE_128B),
-                         course::make_smem_desc(kb + 32 * kk, 16, 1024, course::DESC_SWIZZLE_128B), kk > 0 ? 1 : 0);
+    for (int kk = 0; kk < D / 32; ++kk) course::wgmma_e4m3(s_acc, q_desc + 2 * kk, kd + 2 * kk, kk > 0 ? 1 : 0);
   };
-  auto issue_pv = [&](int j) {                           // O += P V_j: BN / 32 wgmma m64n128k32, A = P from registers
-    const unsigned vb = course::smem_u32(v_slot((it + j) % S));
+  auto issue_pv = [&](unsigned slot, const unsigned (&p)[BN / 8]) {   // O += P V_j: BN / 32 wgmma m64n128k32, A = P from registers
+    const unsigned long long vd = v_desc + slot * (C::KV_BYTES >> 4);
 #pragma unroll
-    for (int kk = 0; kk < BN / 32; ++kk) {
+    for (int kk = 0; kk < BN / 32; ++kk) {               // +32 bytes a k32 step; with 64-key boxes, the next box after two
       const unsigned a[4] = {p[4 * kk], p[4 * kk + 1], p[4 * kk + 2], p[4 * kk + 3]};
-      const unsigned long long desc = C::VBOX == 128     // 64-key boxes: 64-byte rows, 8-row atoms of 512 B
-          ? course::make_smem_desc(vb + 32 * kk, 16, 1024, course::DESC_SWIZZLE_128B)
-          : course::make_smem_desc(vb + (kk / 2) * C::VBOX * D + 32 * (kk % 2), 16, 512, course::DESC_SWIZZLE_64B);
-      course::wgmma_m64n128k32_rs_e4m3(o_acc, a, desc);
+      course::wgmma_m64n128k32_rs_e4m3(o_acc, a, vd + (C::VBOX == 128 ? 2 * kk : ((kk / 2) * C::VBOX * D + 32 * (kk % 2)) >> 4));
     }
   };
-  auto release = [&](unsigned long long* bar) {
-    if (signaller) course::mbar_arrive(bar);
-  };
 
-  auto softmax = [&](int j, float (&alpha)[2]) -> bool {   // true: O and l must be rescaled by alpha
-    const bool masked = j * BN + BN > Sk || (causal && j * BN + BN - 1 > w.r0 + 64 * wg);
-    if (masked) {
+  auto softmax = [&](int j, float (&alpha)[2]) -> bool {   // true: O must be rescaled by alpha
+    if (j >= n_full) {
 #pragma unroll
       for (int i = 0; i < NS; ++i) {
         const int col = j * BN + course::wgmma_acc_col(i), row = w.r0 + rows + 8 * ((i >> 1) & 1);
         if (col >= Sk || (causal && col > row)) s_acc[i] = -INFINITY;
       }
     }
-    constexpr int CH = C::TREE ? 4 : 1;                  // independent chains per row
+    // The row max in CH chains, each started at its first score, element 4c + 2r (not at -inf: ptxas may
+    // not drop fmaxf(-inf, x), which is -inf, not x, for a NaN x).
     float mc[2][CH];
 #pragma unroll
-    for (int c = 0; c < CH; ++c) mc[0][c] = mc[1][c] = -INFINITY;
+    for (int c = 0; c < CH; ++c) mc[0][c] = s_acc[4 * c], mc[1][c] = s_acc[4 * c + 2];
 #pragma unroll
-    for (int i = 0; i < NS; ++i) mc[(i >> 1) & 1][(i >> 2) % CH] = fmaxf(mc[(i >> 1) & 1][(i >> 2) % CH], s_acc[i]);
-    float mx[2];
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float v = mc[r][0];
-#pragma unroll
-      for (int c = 1; c < CH; ++c) v = fmaxf(v, mc[r][c]);
-      mx[r] = fmaxf(m[r], quad_max(v) * sc_log2);        // sc_log2 > 0: the max of the scaled scores
-    }
-    bool move = true;
-    if constexpr (C::LAZY) move = __any_sync(0xffffffffu, mx[0] > m[0] + C::LAZY_GAP || mx[1] > m[1] + C::LAZY_GAP);
-    float ref[2];
+    for (int i = 0; i < NS; ++i)
+      if (i >= 4 * CH || (i & 1)) mc[(i >> 1) & 1][(i >> 2) % CH] = fmaxf(mc[(i >> 1) & 1][(i >> 2) % CH], s_acc[i]);
+    float v[2];                                          // this lane's max of each row
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      const float keep = move ? mx[r] : m[r];
-      ref[r] = ref_point(keep);
-      alpha[r] = move ? ex2(m[r] - ref[r]) : 1.f;        // 0 while the row had no score (m = -inf)
-      m[r] = keep;
-      ref[r] -= C::P_SHIFT;                              // P = 2^(s − m + 8): at most 256 (448 with LAZY)
-    }
-    float sc[2][CH];
+      v[r] = mc[r][0];
 #pragma unroll
-    for (int c = 0; c < CH; ++c) sc[0][c] = sc[1][c] = 0.f;
+      for (int c = 1; c < CH; ++c) v[r] = fmaxf(v[r], mc[r][c]);
+    }
+    bool move = true;                                    // LAZY: the vote on the lanes' maxima (sc_log2 > 0)
+    if constexpr (C::LAZY) move = __any_sync(0xffffffffu, v[0] * sc_log2 > mg[0] || v[1] * sc_log2 > mg[1]);
+    if (move) {                                          // the quad's max, and what depends on it
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const float mx = fmaxf(m[r], quad_max(v[r]) * sc_log2), ref = ref_point(mx);
+        alpha[r] = ex2(m[r] - ref);                      // 0 while the row had no score (m = -inf)
+#pragma unroll
+        for (int c = 0; c < CH; ++c) lc[r][c] *= alpha[r];
+        m[r] = mx;
+        mg[r] = mx + C::LAZY_GAP;
+        nref[r] = C::P_SHIFT - ref;                      // P = 2^(s − m + 8): at most 256 (448 with LAZY)
+      }
+    }
 #pragma unroll
     for (int i = 0; i < NS; ++i) {
-      const float x = fmaf(s_acc[i], sc_log2, -ref[(i >> 1) & 1]);
+      const float x = fmaf(s_acc[i], sc_log2, nref[(i >> 1) & 1]);
       s_acc[i] = (i & 7) < C::POLY ? ex2_fma(x) : ex2(x);
-      sc[(i >> 1) & 1][(i >> 2) % CH] += s_acc[i];
-    }
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float sum = sc[r][0];
-#pragma unroll
-      for (int c = 1; c < CH; ++c) sum += sc[r][c];
-      l[r] = move ? l[r] * alpha[r] + sum : l[r] + sum;
+      lc[(i >> 1) & 1][(i >> 2) % CH] += s_acc[i];
     }
     return move;
   };
@@ -251,7 +252,7 @@ flash3_fp8(const __grid_constant__ TensorMap q_map,    // Q as (B·H, Sq, 128) b
   // register a[h] (h = 0: row g, k 0 … 15; 1: row g + 8; 2, 3: the same for k 16 … 31) holds in lane q the
   // A columns 16(h / 2) + 4q … + 3, and Vt holds at those columns (KEY_ORDER) the keys of accumulator columns
   // 8c + 2q, 8c + 2q + 1 for c = 2(h / 2) and 2(h / 2) + 1 -- exactly this lane's. Nothing moves between lanes.
-  auto to_a_fragment = [&] {
+  auto to_a_fragment = [&](unsigned (&p)[BN / 8]) {
 #pragma unroll
     for (int kk = 0; kk < BN / 32; ++kk) {
       const float* x = s_acc + 16 * kk;
@@ -265,13 +266,6 @@ flash3_fp8(const __grid_constant__ TensorMap q_map,    // Q as (B·H, Sq, 128) b
     }
   };
 
-  // P V_t is done: O and P's registers are ours again, V_t's slot goes back to the producer.
-  auto pv_done = [&](int t) {
-    course::wgmma_wait<0>();
-    course::wgmma_fence_operand(o_acc);
-    release(&v_empty[(it + t) % S]);
-  };
-
   int tq = 0;
   for (int u = blockIdx.x; u < units; u += gridDim.x, ++tq) {
     w = unit(u);
@@ -282,69 +276,91 @@ flash3_fp8(const __grid_constant__ TensorMap q_map,    // Q as (B·H, Sq, 128) b
     const float v_scale = __ldg(vd + w.kh);
 #pragma unroll
     for (int i = 0; i < NO; ++i) o_acc[i] = 0.f;
-    m[0] = m[1] = -INFINITY;
-    l[0] = l[1] = 0.f;
+    m[0] = m[1] = mg[0] = mg[1] = -INFINITY;
+    nref[0] = nref[1] = C::P_SHIFT;
+#pragma unroll
+    for (int c = 0; c < CH; ++c) lc[0][c] = lc[1][c] = 0.f;
+    // Tiles j < n_full need no mask: their keys are all < Sk and, causal, ≤ this warpgroup's first row.
+    n_full = (causal ? min(Sk, w.r0 + 64 * wg + 1) : Sk) / BN;
     course::mbar_wait_or_trap(&q_full, tq & 1);
     float alpha[2];
-    course::mbar_wait_or_trap(&k_full[it % S], (it / S) & 1);
-    my_turn();
+    // The ring's slot and phase of tile j (here 0) and of tile j − 1, and tile j − 2's slot: carried from
+    // tile to tile (the unit's first and last tiles use the ring's index, it + j).
+    unsigned ks = it % S, kph = (it / S) & 1, vs = 0, vph = 0, ps = 0;
+    wait_k(it);
     course::wgmma_fence_operand(s_acc);
     course::wgmma_fence();
-    issue_qk(0);
+    issue_qk(ks);
     course::wgmma_commit();
-    pass_turn();
     course::wgmma_wait<0>();
     course::wgmma_fence_operand(s_acc);
-    release(&k_empty[it % S]);
-    if (n == 1) release(&q_empty);
+    free_k(it);
+    if (n == 1 && signaller) course::mbar_arrive(&q_empty);
     softmax(0, alpha);
+    to_a_fragment(p);                                    // P_0
     bool move = false;                                   // O is zero: nothing to rescale
-    // Tile j: P V_{j-2} waited for, O rescaled, P_{j-1} moved into the A fragment, then S_j = Q K_jᵀ and
-    // O += P_{j-1} V_{j-1} issued (holding the turn only for that); S_j's softmax runs while P V_{j-1} is
-    // on the tensor core. P V_{j-1} is waited for at the top of the NEXT iteration, after the barrier
-    // waits: ptxas does not move code across those loops (with the wait right after the softmax, in the
-    // same basic block, it hoisted the wait above the softmax, and nothing overlapped).
-    for (int j = 1; j < n; ++j) {
-      const int s = (it + j) % S, sp = (it + j - 1) % S;
-      course::mbar_wait_or_trap(&k_full[s], ((it + j) / S) & 1);
-      course::mbar_wait_or_trap(&v_full[sp], ((it + j - 1) / S) & 1);
-      if (j >= 2) pv_done(j - 2);                        // P V_{j-2}, issued last iteration
-      if (move) rescale_o(alpha);
-      to_a_fragment();
-      my_turn();
+    // Tile j (P_{j-1} in `cur`): S_j = Q K_jᵀ and O += P_{j-1} V_{j-1} issued together; the wait for S_j
+    // retires P V_{j-2} too (its V slot goes back, its P buffer is free); S_j's softmax runs while P V_{j-1}
+    // is on the tensor core, and P_j is packed into the free buffer. O is waited for (P V_{j-1}) only when
+    // it must be rescaled, before the next tile's P V adds to it.
+    auto step = [&](int j, const unsigned (&cur)[BN / 8], unsigned (&nxt)[BN / 8]) {
+      ps = vs, vs = ks, vph = kph;                       // tile j − 1's are the last tile's j
+      if (++ks == S) ks = 0, kph ^= 1;
+      course::mbar_wait_at(kf_a + 8 * ks, kph);
+      course::mbar_wait_at(vf_a + 8 * vs, vph);
+      if (move) {                                        // P V_{j-2} done before O changes
+        course::wgmma_wait<0>();
+        course::wgmma_fence_operand(o_acc);
+        rescale_o(alpha);
+        course::wgmma_fence_operand(o_acc);
+      }
       course::wgmma_fence_operand(s_acc);
-      course::wgmma_fence_operand(o_acc);
       course::wgmma_fence();
-      issue_qk(j);
+      issue_qk(ks);
       course::wgmma_commit();
-      issue_pv(j - 1);
+      issue_pv(vs, cur);
       course::wgmma_commit();
-      pass_turn();
-      course::wgmma_wait<1>();                           // S_j is done; P V_{j-1} may still run
+      course::wgmma_wait<1>();                           // S_j is done, and so is P V_{j-2}
       course::wgmma_fence_operand(s_acc);
-      release(&k_empty[s]);
-      if (j == n - 1) release(&q_empty);
+      if (signaller) {
+        course::mbar_arrive_at(ke_a + 8 * ks);
+        if (j >= 2) course::mbar_arrive_at(ve_a + 8 * ps);
+      }
+      if (j == n - 1 && signaller) course::mbar_arrive(&q_empty);
       move = softmax(j, alpha);                          // under P V_{j-1}
+      to_a_fragment(nxt);
+    };
+    for (int j = 1; j < n; j += 2) {                     // two tiles an iteration: the buffers trade places
+      step(j, p, pb);
+      if (j + 1 >= n) break;
+      step(j + 1, pb, p);
     }
-    const int last = (it + n - 1) % S;
-    course::mbar_wait_or_trap(&v_full[last], ((it + n - 1) / S) & 1);
-    if (n >= 2) pv_done(n - 2);
+    wait_v(it + n - 1);                                  // the last tile's P V
+    course::wgmma_wait<0>();
+    course::wgmma_fence_operand(o_acc);
+    if (n >= 2) free_v(it + n - 2);
+    if ((n - 1) & 1) {                                   // P_{n-1} is in pb
+#pragma unroll
+      for (int i = 0; i < BN / 8; ++i) p[i] = pb[i];
+    }
     if (move) rescale_o(alpha);
-    to_a_fragment();
-    my_turn();
     course::wgmma_fence_operand(o_acc);
     course::wgmma_fence();
-    issue_pv(n - 1);
+    issue_pv((it + n - 1) % S, p);
     course::wgmma_commit();
-    pass_turn();
-    pv_done(n - 1);
+    course::wgmma_wait<0>();
+    course::wgmma_fence_operand(o_acc);
+    free_v(it + n - 1);
     it += n;
 
     // The epilogue: O · vd / l, bf16 pairs straight to global memory.
     float f[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      const float lr = quad_sum(l[r]);
+      float lr = lc[r][0];
+#pragma unroll
+      for (int c = 1; c < CH; ++c) lr += lc[r][c];
+      lr = quad_sum(lr);
       // BEGIN SOLUTION
       f[r] = lr > 0.f ? v_scale / lr : 0.f;
       // END SOLUTION
