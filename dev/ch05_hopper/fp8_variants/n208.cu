@@ -29,6 +29,22 @@ __device__ __forceinline__ void wgmma_m64n208k32_e4m3(float (&d)[104], unsigned 
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 }
+// the same, 64 x 200 x 32: 100 registers (lesson 05.04's 128 x 200 variant, fewer partial tile columns)
+__device__ __forceinline__ void wgmma_m64n200k32_e4m3(float (&d)[100], unsigned long long desc_a,
+                                                     unsigned long long desc_b, int scale_d) {
+  asm volatile(
+      "{\n .reg .pred p;\n setp.ne.b32 p, %102, 0;\n"
+      " wgmma.mma_async.sync.aligned.m64n200k32.f32.e4m3.e4m3 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99"
+      "}, %100, %101, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99])
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+template <int BN> __device__ __forceinline__ void wgmma_e4m3(float (&d)[BN / 2], unsigned long long da,
+                                                          unsigned long long db, int scale_d) {
+  if constexpr (BN == 208) wgmma_m64n208k32_e4m3(d, da, db, scale_d);
+  else wgmma_m64n200k32_e4m3(d, da, db, scale_d);
+}
 
 template <int BN, int STAGES_, int GROUP_M_>
 struct Fp8w {
@@ -46,7 +62,7 @@ struct Fp8w {
   static constexpr int SMEM_BYTES = RING_BYTES + CONSUMERS * C_STAGE_BYTES + 1024;
   static constexpr int PRODUCER_REGS = 24, CONSUMER_REGS = 240;
   static_assert(PRODUCER_REGS * 128 + CONSUMER_REGS * 128 * CONSUMERS <= 168 * THREADS, "setmaxnreg: within the launch's registers");
-  static_assert(BN == 208, "the n208 wgmma wrapper only");
+  static_assert(BN == 208 || BN == 200, "the n208 and n200 wgmma wrappers only");
   static_assert(STAGE_BYTES % 1024 == 0, "slots on the 128-byte swizzle's 1024-byte atoms");
   static_assert(SMEM_BYTES <= 227 * 1024, "shared memory");
 };
@@ -80,8 +96,8 @@ fp8_gemm_w(const __grid_constant__ TensorMap a_map, const __grid_constant__ Tens
            int M, int N, int K)
 {
   constexpr int S = Cfg::STAGES, BM = Cfg::TILE_M, BN = Cfg::TILE_N, BK = Cfg::TILE_K;
-  constexpr int G = (BN % 128 == 0) ? 128 : ((BN % 64 == 0) ? 64 : ((BN % 32 == 0) ? 32 : 16));   // gcd(BN, 128)
-  static_assert(BN % 16 == 0, "block boundaries on 8-column groups");
+  constexpr int G = (BN % 128 == 0) ? 128 : ((BN % 64 == 0) ? 64 : ((BN % 32 == 0) ? 32 : ((BN % 16 == 0) ? 16 : 8)));   // gcd(BN, 128)
+  static_assert(BN % 8 == 0, "block boundaries on 8-column groups");
   extern __shared__ unsigned char smem_raw[];
   __shared__ unsigned long long full[S], empty[S];
   unsigned char* base = smem_raw + ((1024 - (course::smem_u32(smem_raw) & 1023)) & 1023);
@@ -175,7 +191,7 @@ fp8_gemm_w(const __grid_constant__ TensorMap a_map, const __grid_constant__ Tens
           course::wgmma_fence();
 #pragma unroll
           for (int k = 0; k < BK / 32; ++k)
-            wgmma_m64n208k32_e4m3(part, course::desc_advance(da, 32 * k), course::desc_advance(db, 32 * k), k > 0 ? 1 : 0);
+            wgmma_e4m3<BN>(part, course::desc_advance(da, 32 * k), course::desc_advance(db, 32 * k), k > 0 ? 1 : 0);
           course::wgmma_commit();
           const int s_next = s + 1 == S ? 0 : s + 1;
           const unsigned phase_next = s_next == 0 ? phase ^ 1 : phase;
