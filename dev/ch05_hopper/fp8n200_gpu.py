@@ -72,7 +72,7 @@ def step_check(okfile: str) -> None:
 
 def step_time(okfile: str, sizes, rounds: int) -> None:
     ok = set(Path(okfile).read_text().split("\n")) if Path(okfile).exists() else set()
-    lesson = G.module([G.LESSON], "fp8")
+    lesson = G.module([G.LESSON], "fp8", G.CELL_FILE.read_text())   # the generator source: no nbformat needed
     cands = [(G.LESSON + " LESSON", F.fp8_gemm_launch(lesson[G.LESSON]))]
     for label, launch in build():
         if label in ok:

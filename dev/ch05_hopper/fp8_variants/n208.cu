@@ -11,6 +11,9 @@
 // with no select. The epilogue stores four 64 × 64 boxes at columns 0, 64, 128 and 144 of the tile:
 // the last overlaps the third by 48 columns (the same values), so the lesson's 64 × 64 C map serves
 // and no store reaches the next tile. Descriptors made ahead (opaque), no turns.
+// BN = 200 too (fp8n200_gpu.py, the same code): n0 % 128 in 8-column steps, 16 copies of the k loop,
+// boxes at 0, 64, 128, 136. Measured 2026-11-25 (results/ch05/fp8n200_h100_2026-11-25.log): no faster
+// than 208 at 8192^3 (85% both) despite fuller waves, and 6 waves instead of 5 at 4096^3 (78% vs 91%).
 #include "course.cuh"
 #include "tma.cuh"
 #include "wgmma.cuh"
