@@ -14,7 +14,6 @@
 //     group of 16 keys, column 4q + j (q, j = 0 … 3) holds key 8 (j / 2) + 2q + j % 2 -- the keys the
 //     accumulator gives lane q, in the order of its A-fragment bytes. Then P packs in place and no byte
 //     moves between lanes. FP8 wgmma has no transpose flag: B is (N, K) with K contiguous.
-//   * mbar_wait_at / mbar_arrive_at: pipeline.cuh's bounded wait and its arrive, on a shared address.
 #pragma once
 #include "course.cuh"
 
@@ -50,25 +49,6 @@ __device__ __forceinline__ void wgmma_m64n128k32_rs_e4m3(float (&d)[64], const u
         "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
         "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
-}
-
-// mbarrier wait and arrive on a shared-memory address computed once (pipeline.cuh's take a pointer and
-// convert it at every call). The wait is pipeline.cuh's bounded one: a trap after about 2^32 clocks.
-__device__ __forceinline__ bool mbar_try_wait_at(unsigned bar, unsigned parity) {
-  unsigned done;
-  asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-               " selp.u32 %0, 1, 0, p;\n}\n" : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-  return done != 0;
-}
-__device__ __forceinline__ void mbar_wait_at(unsigned bar, unsigned parity) {
-  if (mbar_try_wait_at(bar, parity)) return;
-  const long long start = clock64();
-  while (!mbar_try_wait_at(bar, parity)) {
-    if (clock64() - start > (1ll << 32)) __trap();
-  }
-}
-__device__ __forceinline__ void mbar_arrive_at(unsigned bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" :: "r"(bar) : "memory");
 }
 
 }  // namespace course

@@ -26,12 +26,16 @@ namespace course {
 // kernel never ends.  This one gives up after about 2^32 clock cycles (about two seconds on an
 // H100) and executes a trap, so the launch fails with an error the grader reports instead of
 // hanging.  No correct pipeline waits that long: a slot is refilled in microseconds.
-__device__ __forceinline__ void mbar_wait_or_trap(unsigned long long* bar, unsigned parity) {
-  if (mbar_try_wait(bar, parity)) return;
+// mbar_wait_at: the same on the barrier's shared-memory address (smem_u32), computed once by the caller.
+__device__ __forceinline__ void mbar_wait_at(unsigned bar, unsigned parity) {
+  if (mbar_try_wait_at(bar, parity)) return;
   const long long start = clock64();
-  while (!mbar_try_wait(bar, parity)) {
+  while (!mbar_try_wait_at(bar, parity)) {
     if (clock64() - start > (1ll << 32)) __trap();
   }
+}
+__device__ __forceinline__ void mbar_wait_or_trap(unsigned long long* bar, unsigned parity) {
+  mbar_wait_at(smem_u32(bar), parity);
 }
 
 // ---- clusters ---------------------------------------------------------------------------------
@@ -81,10 +85,11 @@ __device__ __forceinline__ void named_barrier_sync(unsigned id, unsigned threads
 __device__ __forceinline__ void named_barrier_arrive(unsigned id, unsigned threads) {
   asm volatile("bar.arrive %0, %1;\n" :: "r"(id), "r"(threads) : "memory");
 }
-// One arrival on this CTA's own mbarrier (no expected bytes).
-__device__ __forceinline__ void mbar_arrive(unsigned long long* bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" :: "r"(smem_u32(bar)) : "memory");
+// One arrival on this CTA's own mbarrier (no expected bytes); _at: on its shared-memory address.
+__device__ __forceinline__ void mbar_arrive_at(unsigned bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" :: "r"(bar) : "memory");
 }
+__device__ __forceinline__ void mbar_arrive(unsigned long long* bar) { mbar_arrive_at(smem_u32(bar)); }
 
 }  // namespace course
 

@@ -44,13 +44,17 @@ __device__ __forceinline__ void mbar_arrive_expect_tx(unsigned long long* bar, u
                :: "r"(smem_u32(bar)), "r"(bytes) : "memory");
 }
 // True once the phase of parity `parity` has completed.  A barrier in phase k (not yet
-// complete) answers true for parity (k - 1) & 1 -- the phase before -- at once.
-__device__ __forceinline__ bool mbar_try_wait(unsigned long long* bar, unsigned parity) {
+// complete) answers true for parity (k - 1) & 1 -- the phase before -- at once.  The _at form
+// takes the barrier's shared-memory address (smem_u32), for a kernel that computes it once.
+__device__ __forceinline__ bool mbar_try_wait_at(unsigned bar, unsigned parity) {
   unsigned done;
   asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
                " selp.u32 %0, 1, 0, p;\n}\n"
-               : "=r"(done) : "r"(smem_u32(bar)), "r"(parity) : "memory");
+               : "=r"(done) : "r"(bar), "r"(parity) : "memory");
   return done != 0;
+}
+__device__ __forceinline__ bool mbar_try_wait(unsigned long long* bar, unsigned parity) {
+  return mbar_try_wait_at(smem_u32(bar), parity);
 }
 __device__ __forceinline__ void mbar_wait(unsigned long long* bar, unsigned parity) {
   while (!mbar_try_wait(bar, parity)) {
