@@ -27,30 +27,32 @@ def _add_kernels(src, kernels):
 """
 
 
-@pytest.fixture(scope="module")
-def module():
+# (kernel, BN, k-loop copies = B scale-block split positions, B box KiB): 208 = 80 mod 128 meets
+# n0 % 128 in 16-column steps (8 positions), 200 = 72 mod 128 in 8-column steps (all 16)
+WIDTHS = [(KERNEL, 208, 8, 26), (N200, 200, 16, 25)]
+
+
+@pytest.mark.parametrize("kernel, bn, splits, b_kib", WIDTHS, ids=["n208", "n200"])
+def test_compiles_to_qgmma_without_spills(kernel, bn, splits, b_kib):
+    from grader.cuda import sass
     from tests.cells import compile_cell
 
-    return compile_cell(SRC.read_text(), "fp8_n208")
-
-
-def test_n208_compiles_to_qgmma_without_spills(module):
-    from grader.cuda import sass
-
-    sass.require(module, KERNEL, present=["QGMMA.64x208x32.F32.E4M3.E4M3", "UTMALDG.2D", "UTMASTG.2D"],
+    module = compile_cell(SRC.read_text(), f"fp8_n{bn}", only=kernel)
+    qgmma = f"QGMMA.64x{bn}x32.F32.E4M3.E4M3"
+    sass.require(module, kernel, present=[qgmma, "UTMALDG.2D", "UTMASTG.2D"],
                  absent=["HGMMA", "LDL", "STL"], no_spills=True)
-    assert sass.require_setmaxnreg(module, KERNEL, threads=384)["registers"] == 168
-    ops = sass.opcodes(module, KERNEL, full=True)
-    assert ops["QGMMA.64x208x32.F32.E4M3.E4M3"] == 4 * 8 and ops["FFMA"] == 104 * 8
+    assert sass.require_setmaxnreg(module, kernel, threads=384)["registers"] == 168
+    ops = sass.opcodes(module, kernel, full=True)
+    assert ops[qgmma] == 4 * splits and ops["FFMA"] == bn // 2 * splits      # one k loop per split
     assert ops["UTMASTG.2D"] == 4
-    text = sass.disassemble(module, KERNEL)
+    text = sass.disassemble(module, kernel)
     used = {int(r) for r in re.findall(r"\bR(\d+)\b", text)}
-    assert 208 < max(used) + 1 <= 240
+    assert bn < max(used) + 1 <= 240
     pool = [int(x, 16) for x in re.findall(r"USETMAXREG\.\S+ (?:\w+, )?(0x[0-9a-f]+)", text)]
     assert sorted(pool) == [24, 240] and 24 * 128 + 240 * 256 <= 168 * 384
-    shape = module.launch_shape(KERNEL)
-    assert (shape.threads, shape.tile_m, shape.tile_n, shape.tile_k, shape.stages) == (384, 128, 208, 128, 4)
-    assert shape.smem_bytes == 4 * (16 + 26) * 1024 + 2 * 16 * 1024 + 1024 <= 227 * 1024
+    shape = module.launch_shape(kernel)
+    assert (shape.threads, shape.tile_m, shape.tile_n, shape.tile_k, shape.stages) == (384, 128, bn, 128, 4)
+    assert shape.smem_bytes == 4 * (16 + b_kib) * 1024 + 2 * 16 * 1024 + 1024 <= 227 * 1024
 
 
 def test_n208_without_local_memory_under_nvrtc_13_0():
@@ -74,23 +76,3 @@ def test_n208_without_local_memory_under_nvrtc_13_0():
     for k in (KERNEL, N200):
         res = report["resources"][k]
         assert (res["stack"], res["spill_stores"], res["spill_loads"]) == (0, 0, 0), (k, res)
-
-
-def test_n200_compiles_to_qgmma_without_spills():
-    from grader.cuda import sass
-    from tests.cells import compile_cell
-
-    module = compile_cell(SRC.read_text(), "fp8_n200", only=N200)
-    sass.require(module, N200, present=["QGMMA.64x200x32.F32.E4M3.E4M3", "UTMALDG.2D", "UTMASTG.2D"],
-                 absent=["HGMMA", "LDL", "STL"], no_spills=True)
-    assert sass.require_setmaxnreg(module, N200, threads=384)["registers"] == 168
-    ops = sass.opcodes(module, N200, full=True)
-    # 200 = 72 mod 128: n0 % 128 takes all 16 multiples of 8, one k loop each
-    assert ops["QGMMA.64x200x32.F32.E4M3.E4M3"] == 4 * 16 and ops["FFMA"] == 100 * 16
-    assert ops["UTMASTG.2D"] == 4
-    text = sass.disassemble(module, N200)
-    used = {int(r) for r in re.findall(r"\bR(\d+)\b", text)}
-    assert 200 < max(used) + 1 <= 240
-    shape = module.launch_shape(N200)
-    assert (shape.tile_n, shape.stages) == (200, 4)
-    assert shape.smem_bytes == 4 * (16 + 25) * 1024 + 2 * 16 * 1024 + 1024 <= 227 * 1024

@@ -23,9 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import ffma_yield as Y  # noqa: E402
 import fp8_gpu as G  # noqa: E402  (its module(), SMOKE, LESSON, _cached_problem; puts the repo on sys.path)
+from fp8n208_gpu import time_rounds  # noqa: E402
 
 import grader  # noqa: E402
-from grader import peers  # noqa: E402
 from grader.problems import hopper_fp8 as F  # noqa: E402
 from grader.problems.gemm import Shape  # noqa: E402
 
@@ -79,16 +79,7 @@ def step_time(okfile: str, sizes, rounds: int) -> None:
             cands.append((label, launch))
         else:
             print(f"TIME {label}: not timed (not right in the check step)", flush=True)
-    problem = G._cached_problem()
-    peer = peers.scaled_mm("tensorwise")
-    for n in sizes:
-        for r in range(rounds):
-            for k, launch in cands:
-                try:
-                    print(f"TIME {n}^3 round {r + 1}: {grader.measure(launch, problem, k, size=Shape(n, n, n), peer=peer)}",
-                          flush=True)
-                except Exception as e:
-                    print(f"TIME {n}^3: {k} failed: {e}", flush=True)
+    time_rounds(cands, sizes, rounds)
 
 
 if __name__ == "__main__":

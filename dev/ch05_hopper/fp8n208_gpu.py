@@ -64,6 +64,12 @@ def step_time(sizes, rounds: int, checked: bool = False) -> None:
     right = step_check(mod, full=N208[:1] if checked else [])
     cands = [(G.LESSON + " LESSON", F.fp8_gemm_launch(lesson[G.LESSON]))]
     cands += [(k, F.fp8_gemm_launch(mod[k])) for k in right]
+    time_rounds(cands, sizes, rounds)
+
+
+def time_rounds(cands, sizes, rounds: int) -> None:
+    """Each (label, launch) of ``cands`` at n³ for n in ``sizes``, ``rounds`` rounds interleaved, beside
+    torch._scaled_mm tensorwise (the problem's peer, measured once per size in this process)."""
     problem = G._cached_problem()
     peer = peers.scaled_mm("tensorwise")
     for n in sizes:
