@@ -6,6 +6,9 @@ and 05.04's ceiling, each checked (grader.check, ragged shapes included) before 
 (tensorwise, the problem's peer) in this one process. Needs a Hopper GPU.
 
     python dev/ch05_hopper/fp8_ffma.py [SIZES]      # default 8192; FP8F_ONLY=label,label to narrow
+
+Labels: "ref" is the lesson's kernel of the day. Since 2026-11-25 it runs without turns, and "turns" is
+Fp8<..., true>; in the logs before (fp8ffma_*, fp8ffma2_*), "ref" took turns and "noturns" did not.
 """
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ import grader  # noqa: E402
 from grader.problems import hopper_fp8 as F  # noqa: E402
 from grader.problems.gemm import Shape  # noqa: E402
 
-REF, NO_TURNS = G.LESSON, G.NO_TURNS
+REF, TURNS = G.LESSON, G.TURNS
 HAND = {h: f"fp8_gemm<Fp8<128, 192, 4, 1, 8, true, {h}>>" for h in (1, 2, 3, 4)}   # handoff.patch's HANDOFF
 NOPROMO = "fp8_gemm<Fp8<128, 192, 4, 1, 8, true, 0, true>>"
 CEILING = "fp8_gemm<Fp8<128, 192, 4, 1, 8, 1, 1>>"
@@ -47,15 +50,15 @@ GATE = {"gate": "fp8_gemm<Fp8<128, 192, 4, 1, 8, true, 6, false, false, true>>",
 PLAN = [("ref", "cell", REF, None), ("ref+deepgemm", "cell", REF, "deepgemm"),
         ("ref+yield_all", "cell", REF, "yield_all"), ("ref+stick_all", "cell", REF, "stick_all"),
         ("ref+yield4", "cell", REF, "yield4"),
-        ("noturns", "cell", NO_TURNS, None), ("noturns+yield_all", "cell", NO_TURNS, "yield_all"),
-        ("noturns+stick_all", "cell", NO_TURNS, "stick_all"),
+        ("turns", "cell", TURNS, None), ("turns+yield_all", "cell", TURNS, "yield_all"),
+        ("turns+stick_all", "cell", TURNS, "stick_all"),
         ("handoff1", "handoff", HAND[1], None), ("handoff2", "handoff", HAND[2], None),
         ("handoff3", "handoff", HAND[3], None), ("handoff4", "handoff", HAND[4], None),
         ("handoff2+yield_all", "handoff", HAND[2], "yield_all"), ("handoff2+stick_all", "handoff", HAND[2], "stick_all"),
         *[(label, "lean", k, None) for label, k in LEAN.items()],
         ("lean+yield_all", "lean", LEAN["lean"], "yield_all"),
         # ffma_bench.py: the scale cached on every promotion FFMA (ptxas: every other one)
-        ("ref+reuse_all", "cell", REF, "reuse_all"), ("noturns+reuse_all", "cell", NO_TURNS, "reuse_all"),
+        ("ref+reuse_all", "cell", REF, "reuse_all"), ("turns+reuse_all", "cell", TURNS, "reuse_all"),
         ("lean+reuse_all", "lean", LEAN["lean"], "reuse_all"),
         ("lean noturns+reuse_all", "lean", LEAN["lean noturns"], "reuse_all"),
         *[(label, "gate", k, None) for label, k in GATE.items()],
@@ -75,7 +78,7 @@ def build():
     need = {m for _, m, _, _ in plan}
     mods = {}
     if "cell" in need:
-        mods["cell"] = G.module([REF, NO_TURNS], "ffcell")
+        mods["cell"] = G.module([REF, TURNS], "ffcell")
     if "handoff" in need:
         mods["handoff"] = G.module(list(HAND.values()) + [NOPROMO], "ffhand",
                                    variant_source(HERE / "fp8_variants" / "handoff.patch", G.PATCH_BASE))

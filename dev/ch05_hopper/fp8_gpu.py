@@ -35,7 +35,6 @@ from grader.problems.gemm import Shape  # noqa: E402
 
 NB = ROOT / "solutions" / "05_hopper_blackwell" / "04_fp8.ipynb"
 LESSON = "fp8_gemm<Fp8<128, 192, 4, 1, 8>>"
-NO_TURNS = "fp8_gemm<Fp8<128, 192, 4, 1, 8, false>>"       # = LESSON since 2026-11-25 (fp8_ffma.py's rows)
 TURNS = "fp8_gemm<Fp8<128, 192, 4, 1, 8, true>>"           # the consumers take turns (the reference before)
 VARIANTS = [TURNS, "fp8_gemm<Fp8<128, 192, 4, 2, 8>>", "fp8_gemm<Fp8<128, 128, 6, 1, 8>>",
             "fp8_gemm<Fp8<128, 192, 4, 1, 16>>", "fp8_gemm<Fp8<128, 192, 4, 1, 0>>"]
