@@ -258,13 +258,20 @@ def gemm_bias_gelu() -> Peer:
 
 def scaled_mm(scaling: str = "tensorwise") -> Peer:
     """cuBLAS's FP8 GEMM through ``torch._scaled_mm`` on the problem's A (M, K) and B (N, K), e4m3
-    bits in uint8, bf16 out: ``scaling`` "tensorwise" (one fp32 scale per operand) or "rowwise" (one
-    per row of A and per row of B, i.e. per column of C). B goes in as B.T, the column-major (K, N)
-    operand _scaled_mm asks for: the same bytes. Same shape and data as the candidate; not the
-    candidate's block scaling (cuBLAS's blockwise FP8 needs Blackwell), so a ratio to it is a ratio
-    to the fastest FP8 GEMM this GPU's library offers."""
-    if scaling not in ("tensorwise", "rowwise"):
-        raise ValueError("scaling must be 'tensorwise' or 'rowwise'")
+    bits in uint8, bf16 out. ``scaling``:
+
+    * "tensorwise": one fp32 scale per operand (cuBLAS's fastest FP8 GEMM; it does less work than a
+      block-scaled kernel);
+    * "rowwise": one per row of A and per row of B (per column of C);
+    * "blockwise": DeepSeek's block scales, the problem's own ``sa`` (M, K/128: 1 × 128 blocks) and
+      ``sb`` (⌈N/128⌉, K/128: 128 × 128 blocks), so the same work and the same result as the
+      candidate. cuBLAS has it on Hopper since CUDA 12.9 (cuBLASLt's VEC128 / BLK128x128 scale modes);
+      it wants sa M-major and sb K-major with K/128 padded to a multiple of 4, made here outside the
+      timed region.
+
+    B goes in as B.T, the column-major (K, N) operand _scaled_mm asks for: the same bytes."""
+    if scaling not in ("tensorwise", "rowwise", "blockwise"):
+        raise ValueError("scaling must be 'tensorwise', 'rowwise' or 'blockwise'")
 
     def prepare(ctx: PeerInputs):
         import torch
@@ -275,9 +282,11 @@ def scaled_mm(scaling: str = "tensorwise") -> Peer:
         if scaling == "tensorwise":
             sa = torch.ones((), device="cuda", dtype=torch.float32)
             sb = torch.ones((), device="cuda", dtype=torch.float32)
-        else:
+        elif scaling == "rowwise":
             sa = torch.ones((M, 1), device="cuda", dtype=torch.float32)
             sb = torch.ones((1, N), device="cuda", dtype=torch.float32)
+        else:
+            sa, sb = blockwise_scales(tensors["sa"], tensors["sb"])
         bt = b.t()
 
         def call():
@@ -285,6 +294,19 @@ def scaled_mm(scaling: str = "tensorwise") -> Peer:
         return call
 
     return Peer(f"cuBLAS fp8 ({scaling} scales)", prepare)
+
+
+def blockwise_scales(sa, sb):
+    """The problem's block scales (torch fp32: sa (M, K/128), sb (⌈N/128⌉, K/128), row-major) in the
+    layouts ``torch._scaled_mm`` takes for 1 × 128 by 128 × 128 scaling on Hopper: sa the same shape
+    with M contiguous (stride (1, M)); sb as (L4, ⌈N/128⌉) with K/128 contiguous, L4 = K/128 rounded
+    up to a multiple of 4 (zero-padded)."""
+    import torch
+
+    sa_t = sa.t().contiguous().t()
+    pad = (-sb.shape[1]) % 4
+    sb_p = torch.nn.functional.pad(sb, (0, pad)) if pad else sb.contiguous()
+    return sa_t, sb_p.t()
 
 
 SDPA_BACKENDS = {"flash": "FLASH_ATTENTION", "cudnn": "CUDNN_ATTENTION", "efficient": "EFFICIENT_ATTENTION",

@@ -163,9 +163,25 @@ def test_scaled_mm_peer_and_fp8_tensor_maps():
     from grader.cuda.tma import _torch_dtype_to_numpy
 
     assert peers.scaled_mm("rowwise").label == "cuBLAS fp8 (rowwise scales)"
+    assert peers.scaled_mm("blockwise").label == "cuBLAS fp8 (blockwise scales)"
     with pytest.raises(ValueError):
-        peers.scaled_mm("blockwise")
+        peers.scaled_mm("block")
     assert _torch_dtype_to_numpy(SimpleNamespace(dtype="torch.float8_e4m3fn")) == np.dtype(np.uint8)
+
+
+def test_blockwise_scale_layouts_for_scaled_mm():
+    """The problem's block scales in the layouts torch._scaled_mm takes on Hopper (checked against
+    cuBLAS's output on an H100 by dev/ch05_hopper/fp8_cublas_block.py check): sa M-contiguous, sb as
+    (L4, N/128) with K/128 contiguous and zero-padded to a multiple of 4."""
+    torch = pytest.importorskip("torch")
+    from grader import peers
+
+    sa = torch.arange(6 * 5, dtype=torch.float32).reshape(6, 5)          # M = 6, K/128 = 5
+    sb = torch.arange(3 * 5, dtype=torch.float32).reshape(3, 5) + 100    # N/128 = 3
+    a, b = peers.blockwise_scales(sa, sb)
+    assert a.shape == (6, 5) and a.stride() == (1, 6) and torch.equal(a, sa)
+    assert b.shape == (8, 3) and b.stride() == (1, 8)
+    assert torch.equal(b[:5], sb.t()) and not b[5:].any()
 
 
 # ---------------------------------------------------------------- compiled here (no GPU)
