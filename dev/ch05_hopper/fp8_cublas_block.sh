@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# cuBLAS's block-scaled FP8 GEMM beside lesson 05.04's kernel, in one device call (dev/ch05_hopper/
+# fp8_cublas_block.py): STEPS (default "check names time") of: check (cuBLAS blockwise against the
+# problem's reference), checkcell (the lesson's cell file in full), names (the cuBLAS kernels the profiler sees), time (TIME_SIZES, ROUNDS; FP8_EXTRA
+# adds instantiations of the lesson's cell), ncu (Nsight Compute's per-instruction SASS and warp-stall
+# samples of cuBLAS blockwise and of NCU_KERNELS at NCU_N³, as CSV). Usage: bash ... OUTDIR
+set -u
+out=$1
+mkdir -p "$out"
+source dev/ch05_hopper/env_min.sh >/dev/null || exit 1
+export GRADER_GPU_TIMEOUT=10 GRADER_CACHE_DIR=/tmp/grader-cache
+py=dev/ch05_hopper/fp8_cublas_block.py
+log="$out/fp8_cublas_block.log"
+{ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader; date -u +"%F %H:%M UTC"; \
+  python3 -c "import torch; print('torch', torch.__version__, 'CUDA', torch.version.cuda)"; } | tee -a "$log"
+for step in ${STEPS:-check names time}; do
+  echo "== $step" | tee -a "$log"
+  case $step in
+    check) timeout 100 python3 $py check 2>&1 | grep -E "CHECK|rror" | tee -a "$log" ;;
+    checkcell) timeout 200 python3 $py checkcell 2>&1 | grep -E "BUILD|CHECK|✓|✗|rror" | cut -c1-600 | tee -a "$log" ;;
+    names) timeout 100 python3 $py names "${NCU_N:-8192}" 2>&1 | grep -E "KERNELS|rror" | tee -a "$log" ;;
+    time) timeout "${TIME_S:-280}" python3 $py time "${TIME_SIZES:-8192,4096}" "${ROUNDS:-2}" 2>&1 \
+            | grep -E "TIME|rror" | tee -a "$log" ;;
+    ncu)
+      n=${NCU_N:-4096}
+      timeout 150 ncu --kernel-name regex:nvjet --launch-skip 1 --launch-count 1 --section SourceCounters \
+        --page source --print-source sass --csv python3 $py once "$n" > "$out/ncu_sass_cublas_blockwise_$n.csv" 2>>"$out/ncu.err"
+      echo "ncu cuBLAS blockwise: rc $?" | tee -a "$log"
+      IFS=';' read -ra ks <<< "${NCU_KERNELS:-}"
+      for k in "${ks[@]}"; do
+        f=$(echo "$k" | tr -c 'A-Za-z0-9\n' '_')
+        timeout 150 ncu --kernel-name regex:fp8_gemm --launch-skip 1 --launch-count 1 --section SourceCounters \
+          --page source --print-source sass --csv python3 $py ours "$k" "$n" > "$out/ncu_sass_${f}_$n.csv" 2>>"$out/ncu.err"
+        echo "ncu $k: rc $?" | tee -a "$log"
+      done ;;
+  esac
+done
+echo "== done" | tee -a "$log"
