@@ -322,7 +322,10 @@ grader.speed(launch_fp8, P.fp8_gemm, points=3)
   `results/ch05/fp8_cublas_block_…_run4` to `run10`): the loads two k tiles ahead (+1 point); a
   producer warp copying each k tile's scales into shared memory beside the tile (cp.async; −3); one
   copying 8 k blocks of each row at a time (a whole sector; −3, `fp8_variants/scale_groups.patch`);
-  an L1 prefetch of the next 8 k blocks (−2); an L1 evict-last hint (±0). cuBLAS's kernel reads its
+  each consumer staging 8 k blocks of its rows' scales in shared memory itself, loaded a group ahead
+  (±0, `consumer_groups.patch`); an L1 prefetch of the next 8 k blocks (−2); an L1 evict-last hint
+  (±0). So loading from shared memory per k tile is not enough: the probe that read shared memory
+  (93–95%) read the same few addresses every k tile. What it is, is open. cuBLAS's kernel reads its
   scales from shared memory, staged with each tile.
 - **Overlap the promotion.** Without it this kernel's 128 × 192 tile runs at 104% of cuBLAS at 8192³;
   with it, 85%. A second partial per consumer (promote one k tile while the next one's wgmmas run, as
