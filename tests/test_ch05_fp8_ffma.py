@@ -27,7 +27,8 @@ CELL = ROOT / "dev" / "ch05_hopper" / "fp8_variants" / "cell_v1.cu"     # what t
 # ... except these, made against the lesson's cell as it is (2026-11-25, the scale experiments)
 ON_LESSON_CELL = {"scale_groups.patch": ROOT / "tools" / "ch05_hopper" / "fp8_cell.cu",
                   "lean_chain.patch": ROOT / "tools" / "ch05_hopper" / "fp8_cell.cu",
-                  "consumer_groups.patch": ROOT / "tools" / "ch05_hopper" / "fp8_cell.cu"}
+                  "consumer_groups.patch": ROOT / "tools" / "ch05_hopper" / "fp8_cell.cu",
+                  "consumer_groups4.patch": ROOT / "tools" / "ch05_hopper" / "fp8_cell.cu"}
 TIMED = "ffma_bench<2, 3, 0, 4>"        # consumer 0: wgmma then the timed promotion; consumer 1: a chain
 
 

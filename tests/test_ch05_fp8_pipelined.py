@@ -50,7 +50,8 @@ def test_each_step_issues_its_four_wgmmas_before_the_promotion(module):
         runs == [["QGMMA", 8], ["FFMA", 64], ["QGMMA", 4], ["FFMA", 64]], runs
 
 
-@pytest.mark.parametrize("patch", ["scale_groups.patch", "lean_chain.patch", "consumer_groups.patch"])
+@pytest.mark.parametrize("patch", ["scale_groups.patch", "lean_chain.patch", "consumer_groups.patch",
+                                   "consumer_groups4.patch"])
 def test_scale_experiments_compile_without_local_memory(patch):
     import sys
 
@@ -68,5 +69,7 @@ def test_scale_experiments_compile_without_local_memory(patch):
     if patch == "scale_groups.patch":             # no LDG: the scales come by cp.async (LDGSTS), read with LDS
         assert ops.get("LDGSTS.E", 0) == 2 and ops.get("ARRIVES.LDGSTSBAR.64.ARVCNT", 0) == 1, ops
         assert not any(k.startswith("LDG") and not k.startswith("LDGSTS") for k in ops) and ops["LDS"] >= 4, ops
-    if patch == "consumer_groups.patch":          # the scales staged (STS) and read back (LDS) by the consumers
+    if patch.startswith("consumer_groups"):       # the scales staged (STS) and read back (LDS) by the consumers
         assert ops.get("LDS", 0) >= 4 and ops.get("STS", 0) >= 5 + 48, ops    # 48: the epilogue's bf16 pairs
+    if patch == "consumer_groups4.patch":         # four k blocks of a row in one vector load where aligned
+        assert ops.get("LDG.E.128.CONSTANT", 0) + ops.get("LDG.E.128", 0) >= 1, ops

@@ -6,7 +6,8 @@ Hopper since CUDA 12.9) beside lesson 05.04's kernel, on a Hopper GPU.
     python dev/ch05_hopper/fp8_cublas_block.py time [SIZES] [ROUNDS]  # both beside cuBLAS tensorwise, interleaved
     python dev/ch05_hopper/fp8_cublas_block.py names [N]              # the kernels cuBLAS runs at N³ (profiler)
     python dev/ch05_hopper/fp8_cublas_block.py once [N]               # the blockwise call twice (for ncu)
-    python dev/ch05_hopper/fp8_cublas_block.py ours KERNEL [N]        # one of the cell's kernels twice (for ncu)
+    python dev/ch05_hopper/fp8_cublas_block.py ours KERNEL [N]        # one of the cell's kernels twice (for ncu;
+                                                                      # KERNEL "PROBE label": a scale probe)
 
 ``check`` compares cuBLAS blockwise's C with the problem's float64 reference and tolerance at shapes
 cuBLAS takes (CUBLAS_SHAPES), which proves the scale layouts of grader.peers.blockwise_scales
@@ -15,7 +16,8 @@ includes those layouts and a copy of C; the peer (grader.peers.scaled_mm("blockw
 layouts outside the timed region, so the peer's figure is cuBLAS's. ``time`` measures, at n³ for n in SIZES, the lesson's kernel and cuBLAS
 blockwise (as a candidate) each against cuBLAS tensorwise (the problem's peer), then the lesson's
 kernel (and FP8_EXTRA's instantiations of its cell, ';'-separated) against cuBLAS blockwise as the
-peer, ROUNDS rounds interleaved in one process.
+peer, ROUNDS rounds interleaved in one process; FP8_PREVIOUS (';'-separated cell files, e.g. a patch
+applied) adds their kernels against tensorwise, FP8_REUSE_Y4=1 each also with ffma_yield.py's reuse_y4.
 """
 from __future__ import annotations
 
@@ -193,10 +195,17 @@ def step_time(sizes, rounds: int) -> None:
     runs = [(G.LESSON + " LESSON", mine, tensorwise), ("cuBLAS blockwise (as a candidate)", theirs, tensorwise),
             (G.LESSON + " LESSON", mine, blockwise)]
     runs += [(k, F.fp8_gemm_launch(lesson[k]), blockwise) for k in extra]
-    if os.environ.get("FP8_PREVIOUS"):      # an earlier form of the cell (a file), the same kernel name
-        prev = G.module([G.LESSON], "fp8prev", Path(os.environ["FP8_PREVIOUS"]).read_text())
-        runs.append((G.LESSON + " PREVIOUS " + Path(os.environ["FP8_PREVIOUS"]).name, F.fp8_gemm_launch(prev[G.LESSON]),
-                     tensorwise))
+    for i, f in enumerate(x for x in os.environ.get("FP8_PREVIOUS", "").split(";") if x):
+        # other forms of the cell (files; ';'-separated), the same kernel name, against tensorwise
+        prev = G.module([G.LESSON], f"fp8prev{i}", Path(f).read_text())
+        runs.append((G.LESSON + " PREVIOUS " + Path(f).name, F.fp8_gemm_launch(prev[G.LESSON]), tensorwise))
+        if os.environ.get("FP8_REUSE_Y4"):    # and its promotion FFMAs' hints rewritten (ffma_yield.py's reuse_y4)
+            import ffma_yield as Y
+
+            pm, changed, found = Y.patched_module(prev, G.LESSON, "reuse_y4")
+            print(f"PATCH {Path(f).name} +reuse_y4: {changed} of {found} FFMAs changed", flush=True)
+            runs.append((G.LESSON + " PREVIOUS " + Path(f).name + " +reuse_y4", F.fp8_gemm_launch(pm[G.LESSON]),
+                         tensorwise))
     if os.environ.get("FP8_NO_SCALE_LOADS"):
         # timing only, WRONG values: the lesson's kernel with its per-k-tile scale loads (4 LDG a thread)
         # replaced by constants, to see what the loads cost
@@ -251,7 +260,10 @@ if __name__ == "__main__":
             import torch
 
             k, n = sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 4096
-            launch = F.fp8_gemm_launch(G.module([k], "fp8", G.CELL_FILE.read_text())[k])
+            src = G.CELL_FILE.read_text()
+            if k.startswith("PROBE "):                 # one of scale_probes' forms of the lesson's kernel
+                src, k = scale_probes(src)[k[len("PROBE "):]], G.LESSON
+            launch = F.fp8_gemm_launch(G.module([k], "fp8", src)[k])
             inputs = F.fp8_gemm.make_inputs(np.random.default_rng(0), Shape(n, n, n))
             arrs = [torch.as_tensor(inputs[x], device="cuda") for x in ("a", "b", "sa", "sb")]
             c = torch.empty((n, n), dtype=torch.bfloat16, device="cuda")

@@ -20,7 +20,7 @@ for step in ${STEPS:-check names time}; do
     checkcell) timeout 200 python3 $py checkcell 2>&1 | grep -E "BUILD|CHECK|✓|✗|rror" | cut -c1-600 | tee -a "$log" ;;
     names) timeout 100 python3 $py names "${NCU_N:-8192}" 2>&1 | grep -E "KERNELS|rror" | tee -a "$log" ;;
     time) timeout "${TIME_S:-280}" python3 $py time "${TIME_SIZES:-8192,4096}" "${ROUNDS:-2}" 2>&1 \
-            | grep -E "TIME|rror" | tee -a "$log" ;;
+            | grep -E "TIME|PATCH|rror" | tee -a "$log" ;;
     ncu)
       n=${NCU_N:-4096}
       timeout 150 ncu --kernel-name regex:nvjet --launch-skip 1 --launch-count 1 --section SourceCounters \
