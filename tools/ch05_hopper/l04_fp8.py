@@ -324,9 +324,11 @@ grader.speed(launch_fp8, P.fp8_gemm, points=3)
   copying 8 k blocks of each row at a time (a whole sector; −3, `fp8_variants/scale_groups.patch`);
   each consumer staging 8 k blocks of its rows' scales in shared memory itself, loaded a group ahead
   (±0, `consumer_groups.patch`); an L1 prefetch of the next 8 k blocks (−2); an L1 evict-last hint
-  (±0). So loading from shared memory per k tile is not enough: the probe that read shared memory
-  (93–95%) read the same few addresses every k tile. What it is, is open. cuBLAS's kernel reads its
-  scales from shared memory, staged with each tile.
+  (±0). What did help: the same staging with **one 16-byte load of 4 k blocks a thread** where K/128
+  is a multiple of 4 (`consumer_groups4.patch`): **87%** at 8192³ against 85% (97% of cuBLAS's
+  block-scaled kernel), 81% at 4096³, right at every visible and hidden size (`…_run12`); with
+  `reuse_y4` on top, 87–88% (`…_run14`). The count of load instructions matters more than where
+  they read from. The rest of the probes' 7 points is open.
 - **Overlap the promotion.** Without it this kernel's 128 × 192 tile runs at 104% of cuBLAS at 8192³;
   with it, 85%. A second partial per consumer (promote one k tile while the next one's wgmmas run, as
   05.03's `wait_group 1` does) needs 3 × 96 registers at 128 × 192, more than 232; at 128 × 128 it
