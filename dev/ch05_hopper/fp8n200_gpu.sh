@@ -3,7 +3,9 @@
 # reuse_y4 FFMA policy, in one device call: checked in one process (CHECK_S; a hang stops only that
 # step), then the right ones timed beside the lesson's kernel and torch._scaled_mm tensorwise in another
 # (TIME_S, TIME_SIZES, ROUNDS interleaved). numpy only: NUMPY_WHL=path of its wheel, else env_min.sh.
-# Usage: bash dev/ch05_hopper/fp8n200_gpu.sh OUTDIR
+# PY= another script with the same check OKFILE / time OKFILE [SIZES] [ROUNDS] steps, its log named
+# after it (fp8pipe_gpu.py: the promotion one k tile behind, fp8_variants/pipelined.cu).
+# Usage: [PY=dev/ch05_hopper/fp8pipe_gpu.py] bash dev/ch05_hopper/fp8n200_gpu.sh OUTDIR
 set -u
 out=$1
 mkdir -p "$out"
@@ -15,8 +17,8 @@ else
   source dev/ch05_hopper/env_min.sh || exit 1
 fi
 export GRADER_GPU_TIMEOUT=10 GRADER_CACHE_DIR=/tmp/grader-cache
-log="$out/fp8n200.log" ok="${OK_FILE:-$out/ok.txt}"     # OK_FILE + SKIP_CHECK=1: a check done before
-py=dev/ch05_hopper/fp8n200_gpu.py
+py=${PY:-dev/ch05_hopper/fp8n200_gpu.py}
+log="$out/$(basename "$py" _gpu.py).log" ok="${OK_FILE:-$out/ok.txt}"     # OK_FILE + SKIP_CHECK=1: a check done before
 { nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader; date -u +"%F %H:%M UTC"; \
   python3 -c "import torch, numpy; print('torch', torch.__version__, 'numpy', numpy.__version__)"; } | tee -a "$log"
 echo "== check" | tee -a "$log"
