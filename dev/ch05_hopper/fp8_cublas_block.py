@@ -28,6 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import fp8_gpu as G  # noqa: E402  (module(), SMOKE, LESSON, _cached_problem; puts the repo on sys.path)
+from fp8n208_gpu import time_rounds  # noqa: E402
 
 import grader  # noqa: E402
 from grader import peers  # noqa: E402
@@ -41,18 +42,22 @@ CUBLAS_SHAPES = [Shape(256, 256, 512), Shape(384, 512, 1280), Shape(1024, 2048, 
                  Shape(128, 1024, 8192)]
 
 
+def device_inputs(s: Shape, seed: int = 0) -> dict:
+    """The problem's inputs at shape ``s`` (a, b, sa, sb) as torch tensors on the GPU."""
+    import numpy as np
+    import torch
+
+    inputs = F.fp8_gemm.make_inputs(np.random.default_rng(seed), s)
+    return {k: torch.as_tensor(inputs[k], device="cuda") for k in ("a", "b", "sa", "sb")}
+
+
 def kernel_names(n: int) -> None:
     """The CUDA kernels each cuBLAS call runs at n³ (torch's profiler): their names give tile shapes."""
     import torch
 
-    problem = G._cached_problem()
-    import numpy as np
-
-    inputs = problem.make_inputs(np.random.default_rng(0), Shape(n, n, n))
-    a, b, sa, sb = (torch.as_tensor(inputs[k], device="cuda") for k in ("a", "b", "sa", "sb"))
+    arrs = device_inputs(Shape(n, n, n))
     for scaling in ("tensorwise", "blockwise"):
-        ctx = peers.PeerInputs(arrays={"a": a, "b": b, "sa": sa, "sb": sb})
-        call = peers.scaled_mm(scaling).prepare(ctx)
+        call = peers.scaled_mm(scaling).prepare(peers.PeerInputs(arrays=arrs))
         call()
         torch.cuda.synchronize()
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
@@ -125,15 +130,16 @@ def scale_probes(src: str) -> dict:
 
 
 def cublas_blockwise_launch():
-    """torch._scaled_mm with the problem's block scales, as a launch(a, b, sa, sb, c) of the problem."""
+    """The blockwise peer (grader.peers.scaled_mm("blockwise")) as a launch(a, b, sa, sb, c) of the
+    problem: its scale layouts made and its C copied inside the call."""
     import torch
+
+    peer = peers.scaled_mm("blockwise")
 
     def launch(a, b, sa, sb, c):
         if a.shape[0] == 0 or b.shape[0] == 0:
             return
-        sa_t, sb_t = peers.blockwise_scales(sa, sb)
-        out = torch._scaled_mm(a.view(torch.float8_e4m3fn), b.view(torch.float8_e4m3fn).t(),
-                               scale_a=sa_t, scale_b=sb_t, out_dtype=torch.bfloat16)
+        out = peer.prepare(peers.PeerInputs(arrays={"a": a, "b": b, "sa": sa, "sb": sb}))()
         c.view(torch.bfloat16).copy_(out)
     launch.__name__ = "launch cuBLAS blockwise"
     return launch
@@ -167,14 +173,14 @@ def step_check() -> None:
     import numpy as np
     import torch
 
+    launch = cublas_blockwise_launch()
     for s in CUBLAS_SHAPES:
         try:
-            inputs = F.fp8_gemm.make_inputs(np.random.default_rng(s.M + s.N + s.K), s)
-            a, b, sa, sb = (torch.as_tensor(inputs[k], device="cuda") for k in ("a", "b", "sa", "sb"))
-            sa_t, sb_t = peers.blockwise_scales(sa, sb)
-            c = torch._scaled_mm(a.view(torch.float8_e4m3fn), b.view(torch.float8_e4m3fn).t(),
-                                 scale_a=sa_t, scale_b=sb_t, out_dtype=torch.bfloat16).float().cpu().numpy()
-            ref = F.fp8_gemm.reference(**{k: inputs[k] for k in ("a", "b", "sa", "sb")})["c"]
+            arrs = device_inputs(s, seed=s.M + s.N + s.K)
+            out = torch.empty((s.M, s.N), dtype=torch.bfloat16, device="cuda")
+            launch(*arrs.values(), out)
+            c = out.float().cpu().numpy()
+            ref = F.fp8_gemm.reference(**{k: v.cpu().numpy() for k, v in arrs.items()})["c"]
             rtol, atol = F.fp8_tolerance(s)
             bad = ~np.isclose(c, ref, rtol=rtol, atol=atol)
             print(f"CHECK cuBLAS blockwise at {s}: {'right' if not bad.any() else f'WRONG at {int(bad.sum())} elements'}"
@@ -186,7 +192,6 @@ def step_check() -> None:
 def step_time(sizes, rounds: int) -> None:
     import os
 
-    problem = G._cached_problem()
     extra = [k for k in os.environ.get("FP8_EXTRA", "").split(";") if k]   # more Fp8<...> of the lesson's cell
     lesson = G.module([G.LESSON] + extra, "fp8", G.CELL_FILE.read_text())
     mine = F.fp8_gemm_launch(lesson[G.LESSON])
@@ -208,13 +213,8 @@ def step_time(sizes, rounds: int) -> None:
                          tensorwise))
     if os.environ.get("FP8_NO_SCALE_LOADS"):
         # timing only, WRONG values: the lesson's kernel with its per-k-tile scale loads (4 LDG a thread)
-        # replaced by constants, to see what the loads cost
-        src = G.CELL_FILE.read_text()
-        body = "lo = __ldg(sa_lo + k); hi = __ldg(sa_hi + k); b = __ldg(sb_n + k);"
-        assert body in src
-        src = src.replace(body, "lo = 1.f + k; hi = 2.f + k; b = 0.5f + k;").replace(
-            "b2 = BN > 128 ? __ldg(sb_n2 + k) : b;", "b2 = 0.25f + k;")
-        nl = G.module([G.LESSON], "fp8nl", src)
+        # replaced by scales made from k (scale_probes' "synthetic"), to see what the loads cost
+        nl = G.module([G.LESSON], "fp8nl", scale_probes(G.CELL_FILE.read_text())["synthetic"])
         runs.append((G.LESSON + " WITHOUT SCALE LOADS (wrong values)", F.fp8_gemm_launch(nl[G.LESSON]), blockwise))
     if os.environ.get("FP8_PROBES"):
         # timing only, WRONG values: where the cost of the scale loads lies
@@ -228,14 +228,7 @@ def step_time(sizes, rounds: int) -> None:
         # the lesson's kernel with each k block's scales loaded two k tiles ahead instead of one
         ah = G.module([G.LESSON], "fp8ah", scales_two_ahead(G.CELL_FILE.read_text()))
         runs.append((G.LESSON + " SCALES TWO K TILES AHEAD", F.fp8_gemm_launch(ah[G.LESSON]), blockwise))
-    for n in sizes:
-        for r in range(rounds):
-            for label, launch, peer in runs:
-                try:
-                    print(f"TIME {n}^3 round {r + 1}: "
-                          f"{grader.measure(launch, problem, label, size=Shape(n, n, n), peer=peer)}", flush=True)
-                except Exception as e:
-                    print(f"TIME {n}^3: {label} vs {peer}: failed: {str(e)[:400]}", flush=True)
+    time_rounds(runs, sizes, rounds)
 
 
 if __name__ == "__main__":
@@ -246,17 +239,13 @@ if __name__ == "__main__":
         elif what == "checkcell":
             step_checkcell()
         elif what == "once":                   # for Nsight Compute: the blockwise call, twice, at N³
-            import numpy as np
             import torch
 
             n = int(sys.argv[2]) if len(sys.argv) > 2 else 4096
-            inputs = F.fp8_gemm.make_inputs(np.random.default_rng(0), Shape(n, n, n))
-            arrs = {k: torch.as_tensor(inputs[k], device="cuda") for k in ("a", "b", "sa", "sb")}
-            call = peers.scaled_mm("blockwise").prepare(peers.PeerInputs(arrays=arrs))
+            call = peers.scaled_mm("blockwise").prepare(peers.PeerInputs(arrays=device_inputs(Shape(n, n, n))))
             call(), call()
             torch.cuda.synchronize()
         elif what == "ours":                   # for Nsight Compute: one of the cell's kernels, twice, at N³
-            import numpy as np
             import torch
 
             k, n = sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 4096
@@ -264,8 +253,7 @@ if __name__ == "__main__":
             if k.startswith("PROBE "):                 # one of scale_probes' forms of the lesson's kernel
                 src, k = scale_probes(src)[k[len("PROBE "):]], G.LESSON
             launch = F.fp8_gemm_launch(G.module([k], "fp8", src)[k])
-            inputs = F.fp8_gemm.make_inputs(np.random.default_rng(0), Shape(n, n, n))
-            arrs = [torch.as_tensor(inputs[x], device="cuda") for x in ("a", "b", "sa", "sb")]
+            arrs = list(device_inputs(Shape(n, n, n)).values())
             c = torch.empty((n, n), dtype=torch.bfloat16, device="cuda")
             launch(*arrs, c), launch(*arrs, c)
             torch.cuda.synchronize()

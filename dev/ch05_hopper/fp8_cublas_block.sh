@@ -23,14 +23,16 @@ for step in ${STEPS:-check names time}; do
             | grep -E "TIME|PATCH|rror" | tee -a "$log" ;;
     ncu)
       n=${NCU_N:-4096}
-      timeout 150 ncu --kernel-name regex:nvjet --launch-skip 1 --launch-count 1 --section SourceCounters \
-        --page source --print-source sass --csv python3 $py once "$n" > "$out/ncu_sass_cublas_blockwise_$n.csv" 2>>"$out/ncu.err"
+      ncu_sass() {   # KERNEL_REGEX OUTFILE ARGS...: one launch (the second) of the script's run, per-instruction CSV
+        local re=$1 f=$2; shift 2
+        timeout 150 ncu --kernel-name "regex:$re" --launch-skip 1 --launch-count 1 --section SourceCounters \
+          --page source --print-source sass --csv python3 $py "$@" > "$f" 2>>"$out/ncu.err"
+      }
+      ncu_sass nvjet "$out/ncu_sass_cublas_blockwise_$n.csv" once "$n"
       echo "ncu cuBLAS blockwise: rc $?" | tee -a "$log"
       IFS=';' read -ra ks <<< "${NCU_KERNELS:-}"
       for k in "${ks[@]}"; do
-        f=$(echo "$k" | tr -c 'A-Za-z0-9\n' '_')
-        timeout 150 ncu --kernel-name regex:fp8_gemm --launch-skip 1 --launch-count 1 --section SourceCounters \
-          --page source --print-source sass --csv python3 $py ours "$k" "$n" > "$out/ncu_sass_${f}_$n.csv" 2>>"$out/ncu.err"
+        ncu_sass fp8_gemm "$out/ncu_sass_$(echo "$k" | tr -c 'A-Za-z0-9\n' '_')_$n.csv" ours "$k" "$n"
         echo "ncu $k: rc $?" | tee -a "$log"
       done ;;
   esac

@@ -69,17 +69,50 @@ def step_time(sizes, rounds: int, checked: bool = False) -> None:
 
 def time_rounds(cands, sizes, rounds: int) -> None:
     """Each (label, launch) of ``cands`` at n³ for n in ``sizes``, ``rounds`` rounds interleaved, beside
-    torch._scaled_mm tensorwise (the problem's peer, measured once per size in this process)."""
+    torch._scaled_mm tensorwise (the problem's peer, measured once per size in this process); a
+    (label, launch, peer) entry is measured beside that peer instead."""
     problem = G._cached_problem()
-    peer = peers.scaled_mm("tensorwise")
+    tensorwise = peers.scaled_mm("tensorwise")
     for n in sizes:
         for r in range(rounds):
-            for k, launch in cands:
+            for k, launch, *peer in cands:
+                peer = peer[0] if peer else tensorwise
                 try:
                     print(f"TIME {n}^3 round {r + 1}: {grader.measure(launch, problem, k, size=Shape(n, n, n), peer=peer)}",
                           flush=True)
                 except Exception as e:
-                    print(f"TIME {n}^3: {k} failed: {e}", flush=True)
+                    print(f"TIME {n}^3: {k} vs {peer}: failed: {e}", flush=True)
+
+
+def time_checked(built, okfile: str, sizes, rounds: int, timing_only=()) -> None:
+    """The lesson's kernel (tools/ch05_hopper/fp8_cell.cu) and those (label, launch) of ``built`` that a
+    check step wrote to ``okfile`` (the others reported, not timed), plus the ``timing_only`` labels
+    (wrong values by design), through time_rounds."""
+    ok = set(Path(okfile).read_text().split("\n")) if Path(okfile).exists() else set()
+    lesson = G.module([G.LESSON], "fp8", G.CELL_FILE.read_text())   # the generator source: no nbformat needed
+    cands = [(G.LESSON + " LESSON", F.fp8_gemm_launch(lesson[G.LESSON]))]
+    for label, launch in built:
+        if label in timing_only:
+            cands.append((label + " (timing only: wrong values)", launch))
+        elif label in ok:
+            cands.append((label, launch))
+        else:
+            print(f"TIME {label}: not timed (not right in the check step)", flush=True)
+    time_rounds(cands, sizes, rounds)
+
+
+def okfile_main(step_check, step_time) -> None:
+    """The command line of a check-then-time script: ``check OKFILE`` or ``time OKFILE [SIZES] [ROUNDS]``."""
+    what, okfile = sys.argv[1], sys.argv[2]
+    try:
+        if what == "check":
+            step_check(okfile)
+        else:
+            step_time(okfile, [int(x) for x in (sys.argv[3] if len(sys.argv) > 3 else "8192,4096").split(",")],
+                      int(sys.argv[4]) if len(sys.argv) > 4 else 2)
+    except Exception:
+        traceback.print_exc()
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -14,13 +14,12 @@ torch._scaled_mm tensorwise in one process, interleaved round by round.
 from __future__ import annotations
 
 import sys
-import traceback
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import fp8_gpu as G  # noqa: E402  (its module(), SMOKE, LESSON; puts the repo on sys.path)
-from fp8n208_gpu import time_rounds  # noqa: E402
+from fp8n208_gpu import okfile_main, time_checked  # noqa: E402
 
 import grader  # noqa: E402
 from grader.problems import hopper_fp8 as F  # noqa: E402
@@ -56,25 +55,8 @@ def step_check(okfile: str) -> None:
 
 
 def step_time(okfile: str, sizes, rounds: int) -> None:
-    ok = set(Path(okfile).read_text().split("\n")) if Path(okfile).exists() else set()
-    lesson = G.module([G.LESSON], "fp8", G.CELL_FILE.read_text())
-    cands = [(G.LESSON + " LESSON", F.fp8_gemm_launch(lesson[G.LESSON]))]
-    for label, launch in build():
-        if label in ok or label in TIMING_ONLY:
-            cands.append((label + (" (NO PROMOTION: wrong values)" if label in TIMING_ONLY else ""), launch))
-        else:
-            print(f"TIME {label}: not timed (not right in the check step)", flush=True)
-    time_rounds(cands, sizes, rounds)
+    time_checked(build(), okfile, sizes, rounds, timing_only=TIMING_ONLY)
 
 
 if __name__ == "__main__":
-    what, okfile = sys.argv[1], sys.argv[2]
-    try:
-        if what == "check":
-            step_check(okfile)
-        else:
-            step_time(okfile, [int(x) for x in (sys.argv[3] if len(sys.argv) > 3 else "8192,4096").split(",")],
-                      int(sys.argv[4]) if len(sys.argv) > 4 else 2)
-    except Exception:
-        traceback.print_exc()
-        sys.exit(1)
+    okfile_main(step_check, step_time)
