@@ -67,11 +67,11 @@ def step_time(sizes, rounds: int, checked: bool = False) -> None:
     time_rounds(cands, sizes, rounds)
 
 
-def time_rounds(cands, sizes, rounds: int) -> None:
+def time_rounds(cands, sizes, rounds: int, **changes) -> None:
     """Each (label, launch) of ``cands`` at n³ for n in ``sizes``, ``rounds`` rounds interleaved, beside
     torch._scaled_mm tensorwise (the problem's peer, measured once per size in this process); a
-    (label, launch, peer) entry is measured beside that peer instead."""
-    problem = G._cached_problem()
+    (label, launch, peer) entry is measured beside that peer instead. ``changes``: to the problem's fields."""
+    problem = G._cached_problem().variant(**changes)
     tensorwise = peers.scaled_mm("tensorwise")
     for n in sizes:
         for r in range(rounds):
@@ -84,10 +84,10 @@ def time_rounds(cands, sizes, rounds: int) -> None:
                     print(f"TIME {n}^3: {k} vs {peer}: failed: {e}", flush=True)
 
 
-def time_checked(built, okfile: str, sizes, rounds: int, timing_only=()) -> None:
+def time_checked(built, okfile: str, sizes, rounds: int, timing_only=(), **changes) -> None:
     """The lesson's kernel (tools/ch05_hopper/fp8_cell.cu) and those (label, launch) of ``built`` that a
     check step wrote to ``okfile`` (the others reported, not timed), plus the ``timing_only`` labels
-    (wrong values by design), through time_rounds."""
+    (wrong values by design), through time_rounds (``changes``: to the problem's fields)."""
     ok = set(Path(okfile).read_text().split("\n")) if Path(okfile).exists() else set()
     lesson = G.module([G.LESSON], "fp8", G.CELL_FILE.read_text())   # the generator source: no nbformat needed
     cands = [(G.LESSON + " LESSON", F.fp8_gemm_launch(lesson[G.LESSON]))]
@@ -98,7 +98,7 @@ def time_checked(built, okfile: str, sizes, rounds: int, timing_only=()) -> None
             cands.append((label, launch))
         else:
             print(f"TIME {label}: not timed (not right in the check step)", flush=True)
-    time_rounds(cands, sizes, rounds)
+    time_rounds(cands, sizes, rounds, **changes)
 
 
 def okfile_main(step_check, step_time) -> None:
