@@ -263,11 +263,11 @@ def scaled_mm(scaling: str = "tensorwise") -> Peer:
     * "tensorwise": one fp32 scale per operand (cuBLAS's fastest FP8 GEMM; it does less work than a
       block-scaled kernel);
     * "rowwise": one per row of A and per row of B (per column of C);
-    * "blockwise": DeepSeek's block scales, the problem's own ``sa`` (M, K/128: 1 × 128 blocks) and
-      ``sb`` (⌈N/128⌉, K/128: 128 × 128 blocks), so the same work and the same result as the
-      candidate. cuBLAS has it on Hopper since CUDA 12.9 (cuBLASLt's VEC128 / BLK128x128 scale modes);
-      it wants sa M-major and sb K-major with K/128 padded to a multiple of 4, made here outside the
-      timed region.
+    * "blockwise": DeepSeek's block scales, the problem's own ``sa`` (1 × 128 blocks) and ``sb``
+      (128 × 128 blocks), k-block-major, so the same work and the same result as the candidate.
+      cuBLAS has it on Hopper since CUDA 12.9 (cuBLASLt's VEC128 / BLK128x128 scale modes); it wants
+      sa M-major and sb K-major with K/128 padded to a multiple of 4 (:func:`blockwise_scales`),
+      made here outside the timed region.
 
     B goes in as B.T, the column-major (K, N) operand _scaled_mm asks for: the same bytes."""
     if scaling not in ("tensorwise", "rowwise", "blockwise"):
@@ -286,7 +286,7 @@ def scaled_mm(scaling: str = "tensorwise") -> Peer:
             sa = torch.ones((M, 1), device="cuda", dtype=torch.float32)
             sb = torch.ones((1, N), device="cuda", dtype=torch.float32)
         else:
-            sa, sb = blockwise_scales(tensors["sa"], tensors["sb"])
+            sa, sb = blockwise_scales(tensors["sa"], tensors["sb"], M, -(-N // 128))
         bt = b.t()
 
         def call():
@@ -296,16 +296,17 @@ def scaled_mm(scaling: str = "tensorwise") -> Peer:
     return Peer(f"cuBLAS fp8 ({scaling} scales)", prepare)
 
 
-def blockwise_scales(sa, sb):
-    """The problem's block scales (torch fp32: sa (M, K/128), sb (⌈N/128⌉, K/128), row-major) in the
-    layouts ``torch._scaled_mm`` takes for 1 × 128 by 128 × 128 scaling on Hopper: sa the same shape
-    with M contiguous (stride (1, M)); sb as (L4, ⌈N/128⌉) with K/128 contiguous, L4 = K/128 rounded
-    up to a multiple of 4 (zero-padded)."""
+def blockwise_scales(sa, sb, m: int, n_blocks: int):
+    """The problem's block scales (torch fp32, k-block-major: sa (K/128, M₄), sb (K/128, N₄), the
+    columns past M and ``n_blocks`` = ⌈N/128⌉ padding) in the layouts ``torch._scaled_mm`` takes for
+    1 × 128 by 128 × 128 scaling on Hopper: sa as (M, K/128) with M contiguous (stride (1, M)); sb as
+    (L4, ⌈N/128⌉) with K/128 contiguous, L4 = K/128 rounded up to a multiple of 4 (zero-padded)."""
     import torch
 
-    sa_t = sa.t().contiguous().t()
-    pad = (-sb.shape[1]) % 4
-    sb_p = torch.nn.functional.pad(sb, (0, pad)) if pad else sb.contiguous()
+    sa_t = sa[:, :m].contiguous().t()
+    rows = sb[:, :n_blocks].t()                       # (⌈N/128⌉, K/128)
+    pad = (-rows.shape[1]) % 4
+    sb_p = torch.nn.functional.pad(rows, (0, pad)) if pad else rows.contiguous()
     return sa_t, sb_p.t()
 
 

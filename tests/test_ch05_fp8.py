@@ -4,8 +4,8 @@ On the CPU: e4m3 in NumPy (every code round-trips, ties to even, saturation at 4
 128 × 128 quantizations (scale shapes, each block's largest element on 448, dequantization within
 e4m3's rounding); the problem (shapes block scaling and TMA allow, K a multiple of 128; the reference
 is the product of the dequantized operands; the tolerance passes an fp32 block-by-block computation
-rounded to bf16 and fails the four scaling mistakes, emulated in NumPy); the launch refuses other
-shapes; the peer's arguments; the cell compiles for sm_90a (QGMMA, no spills, setmaxnreg in effect);
+rounded to bf16 and fails the four scaling mistakes, emulated in NumPy); the scales k-block-major; the
+launch refuses other shapes and scale layouts; the peer's arguments; the cell compiles for sm_90a (QGMMA, no spills, setmaxnreg in effect);
 the rubric passes for the reference and fails for the released stub and for setmaxnreg without launch
 bounds; every mistake of tests/wrong/ch05_fp8.py applies and compiles. Marked ``gpu``: the reference
 passes at every visible and hidden shape, and each value mistake is caught at its shape.
@@ -33,7 +33,7 @@ from tests.wrong import ch05_fp8 as W
 CH, NB, CELL, RUBRIC, KERNEL = W.CHAPTER, W.NOTEBOOK, W.CELL, W.RUBRIC, W.KERNEL
 TURNS = "fp8_gemm<Fp8<128, 192, 4, 1, 8, true>>"    # the cell's other configurations: the consumers' turns,
 CLUSTERS = "fp8_gemm<Fp8<128, 192, 4, 2, 8>>"      # clusters of 2,
-SMALL = "fp8_gemm<Fp8<128, 128, 6, 1, 8>>"          # 128 × 128 tiles
+SMALL = "fp8_gemm<Fp8<128, 128, 5, 1, 8>>"          # 128 × 128 tiles
 
 
 def reference() -> str:
@@ -106,26 +106,36 @@ def test_problem_shapes_peer_and_targets():
     assert not set(p.sizes) & set(p.hidden_sizes)
 
 
+def test_scales_come_k_block_major_padded_to_16_bytes():
+    """A k tile's scales are one row of each: what a TMA box loads with the tile (rows 16-byte multiples)."""
+    inp = F.fp8_gemm.make_inputs(np.random.default_rng(1), Shape(70, 200, 384))
+    assert inp["sa"].shape == (3, 72) and inp["sb"].shape == (3, 4)
+    assert not inp["sa"][:, 70:].any() and not inp["sb"][:, 2:].any() and (inp["sa"][:, :70] > 0).all()
+    s = np.random.default_rng(2).random((70, 3)).astype(np.float32)
+    assert np.array_equal(F.from_kb_major(F.kb_major(s), 70), s) and F.kb_major(s)[1, 5] == s[5, 1]
+
+
 def _emulate(inp, mistake: str | None = None) -> np.ndarray:
     """What a kernel computes (fp32 partial sums per 128-wide k block, scaled, summed in fp32, bf16 out),
     right or with one of tests/wrong/ch05_fp8.py's mistakes."""
     A, B = F.e4m3_decode(inp["a"]), F.e4m3_decode(inp["b"])
-    sa, sb = inp["sa"], inp["sb"]
     M, K = A.shape
     N = B.shape[0]
+    sa, sb = F.from_kb_major(inp["sa"], M), F.from_kb_major(inp["sb"], -(-N // 128))   # (M, K/128), (⌈N/128⌉, K/128)
     nb = np.arange(N) // 128
+    first_row, first_block = np.arange(M) // 128 * 128, np.arange(N) // 192 * 192 // 128   # of a 128 × 192 tile
     acc, total = np.zeros((M, N), np.float32), np.zeros((M, N), np.float32)
     for kb in range(K // 128):
         part = A[:, kb * 128:(kb + 1) * 128] @ B[:, kb * 128:(kb + 1) * 128].T
-        if mistake == "per_tensor_scales":
-            acc += part * sa[0, 0] * sb[0, 0]
+        if mistake == "per_tensor_scales":                         # the tile's first row's and block's
+            acc += part * sa[first_row, kb][:, None] * sb[first_block, kb][None, :]
         elif mistake == "promotion_skipped":
             total += part
             acc = total * sa[:, kb:kb + 1] * sb[nb, kb][None, :]
         elif mistake == "b_scale_wrong_block":
             acc += part * sa[:, kb:kb + 1] * sb[nb, max(kb - 1, 0)][None, :]
         elif mistake == "b_scale_tile_block":                       # a 192-column tile's first block
-            acc += part * sa[:, kb:kb + 1] * sb[np.arange(N) // 192 * 192 // 128, kb][None, :]
+            acc += part * sa[:, kb:kb + 1] * sb[first_block, kb][None, :]
         else:
             acc += part * sa[:, kb:kb + 1] * sb[nb, kb][None, :]
     return f32_to_bf16(acc)
@@ -137,8 +147,9 @@ def test_tolerance_passes_fp32_blocks_and_fails_each_scaling_mistake(shape):
     rng = np.random.default_rng(4)
     inp = p.make_inputs(rng, shape)
     want = p.reference(**inp)["c"]
-    A = F.dequantize_rows(inp["a"], inp["sa"]).astype(np.float64)
-    assert np.allclose(want, A @ F.dequantize_blocks(inp["b"], inp["sb"]).astype(np.float64).T)
+    A = F.dequantize_rows(inp["a"], F.from_kb_major(inp["sa"], shape.M)).astype(np.float64)
+    B = F.dequantize_blocks(inp["b"], F.from_kb_major(inp["sb"], -(-shape.N // 128))).astype(np.float64)
+    assert np.allclose(want, A @ B.T)
     out_dtype = p.outputs(shape, inp)["c"][1]
     rtol, atol = p.tolerances(shape, out_dtype)
     assert compare("c", _emulate(inp), want, rtol, atol, out_dtype) == []
@@ -156,6 +167,12 @@ def test_the_launch_refuses_shapes_block_scaling_or_tma_cannot_take():
         launch(SimpleNamespace(shape=(64, 128)), SimpleNamespace(shape=(63, 128)), None, None, None)
     with pytest.raises(ValueError, match="TILE_M"):
         F.fp8_gemm_launch(SimpleNamespace(name="k", launch_shape=None))
+    # the scales must come k-block-major, rows padded to 4: (K/128, M₄) and (K/128, ⌈N/128⌉₄)
+    a, b = SimpleNamespace(shape=(70, 256)), SimpleNamespace(shape=(200, 256))
+    with pytest.raises(ValueError, match=r"sa must be k-block-major, 2 × 72"):
+        launch(a, b, SimpleNamespace(shape=(70, 2)), SimpleNamespace(shape=(2, 4)), None)
+    with pytest.raises(ValueError, match=r"sb must be k-block-major, 2 × 4"):
+        launch(a, b, SimpleNamespace(shape=(2, 72)), SimpleNamespace(shape=(2, 2)), None)
 
 
 def test_scaled_mm_peer_and_fp8_tensor_maps():
@@ -178,7 +195,9 @@ def test_blockwise_scale_layouts_for_scaled_mm():
 
     sa = torch.arange(6 * 5, dtype=torch.float32).reshape(6, 5)          # M = 6, K/128 = 5
     sb = torch.arange(3 * 5, dtype=torch.float32).reshape(3, 5) + 100    # N/128 = 3
-    a, b = peers.blockwise_scales(sa, sb)
+    sa_kb = torch.from_numpy(F.kb_major(sa.numpy()))                      # the problem's layouts: (5, 8), (5, 4)
+    sb_kb = torch.from_numpy(F.kb_major(sb.numpy()))
+    a, b = peers.blockwise_scales(sa_kb, sb_kb, 6, 3)
     assert a.shape == (6, 5) and a.stride() == (1, 6) and torch.equal(a, sa)
     assert b.shape == (8, 3) and b.stride() == (1, 8)
     assert torch.equal(b[:5], sb.t()) and not b[5:].any()
@@ -195,7 +214,7 @@ def test_every_configuration_compiles_to_qgmma_without_spills(module):
     for k in module.kernel_names:
         n = 128 if k == SMALL else 192
         sass.require(module, k, present=[f"QGMMA.64x{n}x32.F32.E4M3.E4M3", "UTMALDG.2D", "UTMASTG.2D"],
-                     absent=["HGMMA", "LDL", "STL"], no_spills=True)
+                     absent=["HGMMA", "LDG", "LDL", "STL"], no_spills=True)     # the scales come by TMA too
         assert sass.require_setmaxnreg(module, k, threads=384)["registers"] == 168
     ops = sass.opcodes(module, KERNEL, full=True)
     assert ops["QGMMA.64x192x32.F32.E4M3.E4M3"] == 4 and ops["UTMALDG.2D.MULTICAST"] == 0
@@ -208,7 +227,10 @@ def test_every_configuration_compiles_to_qgmma_without_spills(module):
     assert 192 < max(used) + 1 <= 232
     shape = module.launch_shape(KERNEL)
     assert (shape.threads, shape.tile_m, shape.tile_n, shape.tile_k, shape.stages, shape.cluster) == (384, 128, 192, 128, 4, 1)
-    assert shape.smem_bytes == 4 * 40 * 1024 + 2 * 16 * 1024 + 1024 <= 227 * 1024
+    assert shape.smem_bytes == 4 * 40 * 1024 + 2 * 16 * 1024 + 1024
+    # and the scales' slots (static shared memory): within the 227 KiB a block may have, 128 × 128's 5 stages too
+    for k in module.kernel_names:
+        assert module.launch_shape(k).smem_bytes + module.resources[k]["smem"] <= 227 * 1024, k
 
 
 def _k_loop(module, kernel=KERNEL) -> list[str]:
@@ -226,12 +248,15 @@ def test_the_descriptors_are_made_ahead_off_the_k_loops_critical_path(module):
     """The cell's opaque(): the next slot's wgmma descriptors are made while a k tile's wgmmas run.
     Without it (the cell before 2026-11-25, dev/ch05_hopper/fp8_variants/cell_v1.cu) ptxas rebuilds
     them from the shared window's base (S2UR SR_CgaCtaId) inside the k loop, before the first wgmma."""
+    def before_first_wgmma(loop):        # the loop's top, where a promotion ends, to its first wgmma
+        return loop[:next(i for i, ln in enumerate(loop) if "QGMMA" in ln)]
+
     loop = _k_loop(module)
     assert sum("QGMMA" in ln for ln in loop) == 4 and sum("FFMA" in ln for ln in loop) == 96
-    rebuilds = re.compile(r"\bS2UR\b.*SR_CgaCtaId")          # (the slot's release has an S2R of its own)
-    assert not any(rebuilds.search(ln) for ln in loop)
+    rebuilds = re.compile(r"\bS2UR\b.*SR_CgaCtaId")   # (the scales' slot addresses, made under the wgmmas, have one)
+    assert not any(rebuilds.search(ln) for ln in before_first_wgmma(loop))
     old = _compile((ROOT / "dev/ch05_hopper/fp8_variants/cell_v1.cu").read_text(), "fp8_v1")
-    assert sum(bool(rebuilds.search(ln)) for ln in _k_loop(old)) >= 1
+    assert sum(bool(rebuilds.search(ln)) for ln in before_first_wgmma(_k_loop(old))) >= 1
 
 
 def test_a_trap_inlined_in_the_consumers_spills():

@@ -24,8 +24,8 @@ import ffma_yield as Y  # noqa: E402
 from variant_patch import variant_source  # noqa: E402
 
 CELL = ROOT / "dev" / "ch05_hopper" / "fp8_variants" / "cell_v1.cu"     # what the patches were made against
-# ... except these, made against the lesson's cell as it is (2026-11-25, the scale experiments)
-LESSON_CELL = ROOT / "tools" / "ch05_hopper" / "fp8_cell.cu"
+# ... except these, made against the lesson's cell of 2026-11-25 before its scales came by TMA
+LESSON_CELL = ROOT / "dev" / "ch05_hopper" / "fp8_variants" / "cell_v6.cu"
 ON_LESSON_CELL = {"scale_groups.patch", "lean_chain.patch", "consumer_groups.patch", "consumer_groups4.patch"}
 TIMED = "ffma_bench<2, 3, 0, 4>"        # consumer 0: wgmma then the timed promotion; consumer 1: a chain
 

@@ -112,10 +112,12 @@ def _encode_tiled(dtype, address: int, sizes: list, strides: list, box: list, sw
     return ctypes.string_at(int(tmap.getPtr()), TensorMap.SIZE)
 
 
-def tiled_2d(tensor, box: tuple, swizzle: str = "128B") -> TensorMap:
+def tiled_2d(tensor, box: tuple, swizzle: str = "128B", cols: int | None = None) -> TensorMap:
     """The tensor map of a row-major 2-D device tensor (a torch tensor, or anything with
     ``__cuda_array_interface__``): boxes of ``box`` = (rows, columns) elements, swizzled in shared
-    memory as ``swizzle`` says, zeros read past the edges (and writes past them dropped)."""
+    memory as ``swizzle`` says, zeros read past the edges (and writes past them dropped). ``cols``:
+    describe only each row's first ``cols`` elements (the rest is padding), as a view [:, :cols] would
+    — without making one (a launch function of a library-free problem may run no torch operation)."""
     from .module import current_device
 
     current_device()                                                  # the driver initialised, the device current
@@ -129,6 +131,10 @@ def tiled_2d(tensor, box: tuple, swizzle: str = "128B") -> TensorMap:
         strides = cai.get("strides") or (shape[1] * dtype.itemsize, dtype.itemsize)
     if len(shape) != 2:
         raise ValueError(f"tiled_2d takes a 2-D tensor, not one of shape {shape}")
+    if cols is not None:
+        if not 0 < cols <= shape[1]:
+            raise ValueError(f"cols must be 1 … {shape[1]}, not {cols}")
+        shape = (shape[0], cols)
     if strides[1] != dtype.itemsize:
         raise ValueError("the tensor's columns must be contiguous (call .contiguous())")
     problems = layout_problems(shape, strides[0], dtype.itemsize, box, swizzle, address)

@@ -54,18 +54,19 @@ tma_transpose = _transpose.variant(
 
 
 def _map_cache():
-    """``map(x, box, swizzle)``: the tensor map of torch tensor ``x``, encoded once per (address,
-    shape, box, swizzle) — the timed loop reuses its tensors, and encoding is a driver call."""
+    """``map(x, box, swizzle, cols=None)``: the tensor map of torch tensor ``x`` (of its rows' first
+    ``cols`` elements, if given), encoded once per (address, shape, box, swizzle, cols) — the timed
+    loop reuses its tensors, and encoding is a driver call."""
     from ..cuda.tma import tiled_2d
 
     maps: dict = {}
 
-    def _map(x, box, swizzle):
-        key = (int(x.data_ptr()), tuple(x.shape), tuple(x.stride()), str(x.dtype), box, swizzle)
+    def _map(x, box, swizzle, cols=None):
+        key = (int(x.data_ptr()), tuple(x.shape), tuple(x.stride()), str(x.dtype), box, swizzle, cols)
         if key not in maps:
             if len(maps) > 64:
                 maps.clear()
-            maps[key] = tiled_2d(x, box, swizzle)
+            maps[key] = tiled_2d(x, box, swizzle, cols)
         return maps[key]
     return _map
 

@@ -6,16 +6,19 @@
   with one fp32 scale per row per 128-wide block of K (1 × 128), weights B (N, K) with one per
   128 × 128 block; each scale is the block's largest magnitude / 448. :func:`quantize_tensor`:
   one scale for the whole tensor (per-tensor scaling, what the lesson compares against).
-* :data:`fp8_gemm` — C (M, N) bf16 = Σ_kb sa[m, kb]·sb[n // 128, kb]·Σ_{k in kb} A[m, k]·B[n, k]:
-  inputs ``a`` (M, K) and ``b`` (N, K) e4m3 bits (uint8), ``sa`` (M, K/128) and ``sb``
-  (⌈N/128⌉, K/128) fp32. The data has outlier rows and blocks of different magnitudes, so the scales
+* :data:`fp8_gemm` — C (M, N) bf16 = Σ_kb sa[kb, m]·sb[kb, n // 128]·Σ_{k in kb} A[m, k]·B[n, k]:
+  inputs ``a`` (M, K) and ``b`` (N, K) e4m3 bits (uint8), and the scales **k-block-major**, one row
+  per 128-wide block of K: ``sa`` (K/128, M₄) and ``sb`` (K/128, N₄) fp32, M₄ = M and N₄ = ⌈N/128⌉
+  rounded up to multiples of 4 (zeros past M and ⌈N/128⌉), so that a k tile's scales are one
+  16-byte-aligned row a TMA box can load with the tile (the layout DeepGEMM takes for A's scales;
+  :func:`kb_major` / :func:`from_kb_major`). The data has outlier rows and blocks of different magnitudes, so the scales
   vary along K and down M: a kernel that applies one scale per tensor, or scales once after summing
   all of K, or takes B's scale from the wrong k block, is wrong by far more than the tolerance. K is
   a multiple of 128 (the scale blocks; DeepGEMM asks the same); M is anything, N a multiple of 8
   (TMA: C's rows 16 bytes apart). Its peer is cuBLAS's FP8 GEMM through ``torch._scaled_mm`` with
   per-tensor scales at the same shape (:func:`grader.peers.scaled_mm`).
-* :func:`fp8_gemm_launch` — launches an ``fp8_gemm<Cfg>``-style kernel ``(a_map, b_map, c_map, sa, sb,
-  M, N, K)`` on a persistent grid (05.03's launch, with FP8 boxes).
+* :func:`fp8_gemm_launch` — launches an ``fp8_gemm<Cfg>``-style kernel ``(a_map, b_map, c_map, sa_map,
+  sb_map, M, N, K)`` on a persistent grid (05.03's launch, with FP8 boxes and the scales' maps).
 """
 from __future__ import annotations
 
@@ -31,6 +34,7 @@ from .gemm import Shape, flops
 
 E4M3_MAX = 448.0
 BLOCK = 128
+SB_BOX = 8          # B's scales a k tile loads: blocks (n0 / 128) & ~3 … + 7, two for any tile of ≤ 192 columns
 
 
 # ---------------------------------------------------------------- e4m3 in NumPy
@@ -98,6 +102,20 @@ def quantize_tensor(x: np.ndarray) -> tuple[np.ndarray, np.float32]:
     return e4m3_encode(x / s), np.float32(s)
 
 
+def kb_major(s: np.ndarray) -> np.ndarray:
+    """Scales (R, K/128) -> the problem's layout: (K/128, R₄), R₄ = R rounded up to a multiple of 4
+    (16 bytes of fp32, TMA's row alignment), zeros in the columns past R."""
+    rows, kb = s.shape
+    out = np.zeros((kb, -(-rows // 4) * 4), np.float32)
+    out[:, :rows] = s.T
+    return out
+
+
+def from_kb_major(t: np.ndarray, rows: int) -> np.ndarray:
+    """The inverse of :func:`kb_major`: (K/128, R₄) -> (R, K/128)."""
+    return np.ascontiguousarray(t[:, :rows].T)
+
+
 def dequantize_rows(q, s):
     M, K = q.shape
     return (e4m3_decode(q).reshape(M, K // BLOCK, BLOCK) * s[:, :, None]).reshape(M, K)
@@ -134,13 +152,13 @@ def _inputs(rng, s: Shape) -> dict:
     a, b = fp8_data(rng, s)
     qa, sa = quantize_rows(a)
     qb, sb = quantize_blocks(b)
-    return {"a": qa, "b": qb, "sa": sa, "sb": sb}
+    return {"a": qa, "b": qb, "sa": kb_major(sa), "sb": kb_major(sb)}
 
 
 def _reference(a, b, sa, sb) -> dict:
     # float64 from the dequantized operands the kernel sees: FP8 rounding is not the kernel's error
-    A = dequantize_rows(a, sa).astype(np.float64)
-    B = dequantize_blocks(b, sb).astype(np.float64)
+    A = dequantize_rows(a, from_kb_major(sa, a.shape[0])).astype(np.float64)
+    B = dequantize_blocks(b, from_kb_major(sb, -(-b.shape[0] // BLOCK))).astype(np.float64)
     return {"c": A @ B.T}
 
 
@@ -175,11 +193,13 @@ fp8_gemm = Problem(
     reference=_reference,
     sizes=FP8_SIZES, hidden_sizes=FP8_HIDDEN,
     tolerance=fp8_tolerance,
-    hint=("C[m, n] = Σ over k blocks kb of sa[m, kb]·sb[n // 128, kb]·Σ_{k in kb} A[m, k]·B[n, k]; A is "
+    hint=("C[m, n] = Σ over k blocks kb of sa[kb, m]·sb[kb, n // 128]·Σ_{k in kb} A[m, k]·B[n, k]; A is "
           "(M, K), B is (N, K), both e4m3, K-major. Wrong everywhere: the descriptors (both K-major, "
           "SBO 1024, 128-byte swizzle; +32 bytes per k32 step). Wrong by factors of 0.25 … 4: a scale "
-          "from the wrong row or block (sa is (M, K/128), sb is (⌈N/128⌉, K/128), both row-major); "
-          "promote (scale and add to the fp32 accumulator) after every k tile of 128, not once at the end."),
+          "from the wrong row or block (one row of sa and of sb per k block: slot s holds k tile kt's; "
+          "B's box starts at block (n0 / 128) & ~3); promote (scale and add to the fp32 accumulator) "
+          "after every k tile of 128, not once at the end. Wrong in a few 64-column chunks, and not "
+          "every run: a staging box rewritten while its TMA store may still read it."),
     bytes_moved=lambda s: s.M * s.K + s.N * s.K + 2 * s.M * s.N, flops=flops,
     bench_size=Shape(4096, 4096, 4096), peer=peers.scaled_mm("tensorwise"),
     target=0.60, floor=0.06, library_free=True,
@@ -189,9 +209,12 @@ fp8_gemm = Problem(
 
 def fp8_gemm_launch(kernel, ctas: int | None = None):
     """``launch(a, b, sa, sb, c)`` of a persistent ``fp8_gemm<Cfg>``-style kernel ``(a_map, b_map, c_map,
-    sa, sb, M, N, K)``: A's map with boxes TILE_M rows × 128 columns of e4m3, B's TILE_N / CLUSTER rows ×
-    128 (each CTA of a cluster loads its share of B's rows and multicasts it), C's 64 × 64 bf16; all
-    128-byte swizzled. The grid: 05.03's (as many CTAs as fit at once, whole clusters)."""
+    sa_map, sb_map, M, N, K)``: A's map with boxes TILE_M rows × 128 columns of e4m3, B's TILE_N / CLUSTER
+    rows × 128 (each CTA of a cluster loads its share of B's rows and multicasts it), C's 64 × 64 bf16;
+    all 128-byte swizzled. The scales' maps, unswizzled fp32 over the k-block-major (K/128, M) and
+    (K/128, ⌈N/128⌉) (the padding columns left out: zeros are read past the edge): sa's box one k block
+    × TILE_M rows of A, sb's one k block × 8 blocks of B (a box starts at a multiple of 4, 16 bytes).
+    The grid: 05.03's (as many CTAs as fit at once, whole clusters)."""
     import numpy as np
 
     from ..cuda.module import _torch_stream_handle
@@ -203,6 +226,7 @@ def fp8_gemm_launch(kernel, ctas: int | None = None):
         raise ValueError(f"{kernel.name}: its configuration type must state THREADS, SMEM_BYTES, TILE_M and TILE_N")
     cluster = max(shape.cluster, 1)
     a_box, b_box, c_box = (shape.tile_m, BLOCK), (shape.tile_n // cluster, BLOCK), (64, 64)
+    sa_box, sb_box = (1, shape.tile_m), (1, SB_BOX)
     grid = persistent_grid(kernel, cluster, ctas)
 
     def launch(a, b, sa, sb, c):
@@ -212,16 +236,24 @@ def fp8_gemm_launch(kernel, ctas: int | None = None):
             return
         if not fp8_shape_ok(Shape(M, N, K)):
             raise ValueError(f"{M}×{N}×{K}: K must be a multiple of 128 (the scale blocks) and N of 8 (TMA)")
+        nb = -(-N // BLOCK)
+        for name, t, rows in (("sa", sa, M), ("sb", sb, nb)):
+            want = (K // BLOCK, -(-rows // 4) * 4)
+            if tuple(t.shape) != want:
+                raise ValueError(f"{name} must be k-block-major, {want[0]} × {want[1]} (K/128 rows of "
+                                 f"{rows} scales padded to a multiple of 4), not {tuple(t.shape)}")
         tiles_m, tiles_n = shape.tiles(M, N)
         units = -(-tiles_m // cluster) * tiles_n
         kernel.launch((grid(units),), _map(a, a_box, "128B"), _map(b, b_box, "128B"), _map(c, c_box, "128B"),
-                      sa, sb, np.int32(M), np.int32(N), np.int32(K), stream=_torch_stream_handle(a))
+                      _map(sa, sa_box, "none", cols=M), _map(sb, sb_box, "none", cols=nb),
+                      np.int32(M), np.int32(N), np.int32(K), stream=_torch_stream_handle(a))
     launch.__name__ = f"launch {kernel.name}"
     return launch
 
 
 __all__ = ["fp8_gemm", "fp8_gemm_launch", "fp8_shape_ok", "fp8_tolerance", "fp8_data", "e4m3_encode",
-           "e4m3_decode", "quantize_rows", "quantize_blocks", "quantize_tensor", "dequantize_rows",
+           "e4m3_decode", "quantize_rows", "quantize_blocks", "quantize_tensor", "kb_major", "from_kb_major",
+           "dequantize_rows",
            "dequantize_blocks", "FP8_SIZES", "FP8_HIDDEN", "E4M3_MAX", "BLOCK"]
 
 _integrity.record_problems(globals())

@@ -5,14 +5,14 @@
 compile anywhere; the values catch them on a Hopper GPU (``VALUE_CATCHES``, each with the shapes
 that show it), the rubric on any machine (``RUBRIC_CATCHES``):
 
-* ``per_tensor_scales`` — one scale for every row and block (A's first and B's first), where the
-  lesson asks for 1 × 128 and 128 × 128 blocks: wrong on the outlier rows and on every block whose
-  magnitude differs from the first;
+* ``per_tensor_scales`` — one scale for every row and column of a tile (per k block: the tile's first
+  row's and its first block's), as if per tensor, where the lesson asks for 1 × 128 and 128 × 128
+  blocks: wrong on the outlier rows and on every block whose magnitude differs from the first;
 * ``promotion_skipped`` — the wgmmas accumulate all of K in their own accumulator and the scales are
   applied once, at the end (the last k block's): wrong as soon as K spans blocks of different
   scales, by far over long K;
-* ``b_scale_wrong_block`` — B's scale read one k block late (a prefetch off by one): every block's
-  contribution scaled by its neighbour's;
+* ``b_scale_wrong_block`` — B's scales read from the ring slot before the k tile's own (a slot off by
+  one): every block's contribution scaled by its neighbour's;
 * ``b_scale_tile_block`` — every column of a 128 × 192 tile takes the B scale of the tile's first
   128-column block: wrong on the columns that lie in the next block (half or a third of them);
 * ``setmaxnreg_without_launch_bounds`` — the rubric (ptxas drops setmaxnreg, C7508).
@@ -25,15 +25,15 @@ CHAPTER = "05_hopper_blackwell"
 NOTEBOOK, CELL, RUBRIC, KERNEL = "04_fp8.ipynb", "v_fp8", "test_fp8_sass", "fp8_gemm<Fp8<128, 192, 4, 1, 8>>"
 
 FP8_MISTAKES = {
-    "per_tensor_scales": [("lo = __ldg(sa_lo + k); hi = __ldg(sa_hi + k); b = __ldg(sb_n + k);",
-                           "lo = __ldg(sa); hi = __ldg(sa); b = __ldg(sb);"),
-                          ("b2 = BN > 128 ? __ldg(sb_n2 + k) : b;", "b2 = b;")],
+    "per_tensor_scales": [("lo = sa_s[slot][r_lo];", "lo = sa_s[slot][0];"),
+                          ("hi = sa_s[slot][r_hi];", "hi = sa_s[slot][0];"),
+                          ("b[q] = sb_s[slot][jb[q]];", "b[q] = sb_s[slot][jb[0]];")],
     "promotion_skipped": [("course::desc_advance(db, 32 * k), k > 0 ? 1 : 0);",
                            "course::desc_advance(db, 32 * k), (kt > 0 || k > 0) ? 1 : 0);"),
                           ("acc[i] = fmaf(part[i], (i & 2) ? s_hi[i / 32] : s_lo[i / 32], acc[i]);",
                            "acc[i] = part[i] * ((i & 2) ? s_hi[i / 32] : s_lo[i / 32]);")],
-    "b_scale_wrong_block": [("b = __ldg(sb_n + k);", "b = __ldg(sb_n + max(k - 1, 0));")],
-    "b_scale_tile_block": [("const float b = 64 * q < split ? scale_b : scale_b2;", "const float b = scale_b;")],
+    "b_scale_wrong_block": [("b[q] = sb_s[slot][jb[q]];", "b[q] = sb_s[(slot + S - 1) % S][jb[q]];")],
+    "b_scale_tile_block": [("jb[q] = (n0 + 64 * q) / 128 - ((n0 / 128) & ~3);", "jb[q] = (n0 / 128) & 3;")],
     "setmaxnreg_without_launch_bounds": [("__global__ void __launch_bounds__(Cfg::THREADS, 1)", "__global__ void")],
 }
 # the shapes on which the values must catch each (a GPU run; tests/test_ch05_fp8.py, dev/ch05_hopper/fp8_gpu.py)

@@ -1,15 +1,18 @@
-%%cuda fp8 --arch sm_90a -k "fp8_gemm<Fp8<128, 192, 4, 1, 8>>" -k "fp8_gemm<Fp8<128, 192, 4, 1, 8, true>>" -k "fp8_gemm<Fp8<128, 192, 4, 2, 8>>" -k "fp8_gemm<Fp8<128, 128, 6, 1, 8>>"
+%%cuda fp8 --arch sm_90a -k "fp8_gemm<Fp8<128, 192, 4, 1, 8>>" -k "fp8_gemm<Fp8<128, 192, 4, 1, 8, true>>" -k "fp8_gemm<Fp8<128, 192, 4, 2, 8>>" -k "fp8_gemm<Fp8<128, 128, 5, 1, 8>>"
 #include "course.cuh"     // the launch contract, smem_u32
 #include "tma.cuh"        // TensorMap, mbarrier, TMA loads and stores
 #include "wgmma.cuh"      // the smem descriptor, wgmma fence/commit/wait, wgmma m64nNk32 e4m3, the fragment
 #include "pipeline.cuh"   // setmaxnreg, the bounded wait, clusters, the multicast load
 using course::TensorMap;
 
-// C (M, N) bf16 = (A · sa) (M, K) e4m3 · ((B · sb) (N, K) e4m3)^T with DeepSeek-style block scales:
-//   sa (M, K/128) fp32: one scale per row of A per 128-wide block of K   (1 × 128 blocks);
-//   sb (⌈N/128⌉, K/128) fp32: one per 128 × 128 block of B               (128 × 128 blocks).
-// C[m, n] = Σ_kb sa[m, kb] · sb[n/128, kb] · Σ_{k in kb} A[m, k] · B[n, k]. Both operands are
-// K-major (FP8 wgmma reads no other layout): B is the weight matrix as stored, (N, K).
+// C (M, N) bf16 = (A · sa) (M, K) e4m3 · ((B · sb) (N, K) e4m3)^T with DeepSeek-style block scales,
+// stored k-block-major (one row per 128-wide block of K, padded to 16 bytes):
+//   sa (K/128, M) fp32: one scale per row of A per 128-wide block of K   (1 × 128 blocks);
+//   sb (K/128, ⌈N/128⌉) fp32: one per 128 × 128 block of B               (128 × 128 blocks).
+// C[m, n] = Σ_kb sa[kb, m] · sb[kb, n/128] · Σ_{k in kb} A[m, k] · B[n, k]. Both operands are
+// K-major (FP8 wgmma reads no other layout): B is the weight matrix as stored, (N, K). A k tile's
+// scales are part of its ring slot: the producer loads the tile's 128 row scales of sa and 8 of sb's
+// with A's and B's tiles, on the same full barrier.
 // 05.03's warp-specialized persistent kernel with TILE_K = 128 (one scale block per k tile, 128
 // bytes of fp8 per row: the 128-byte swizzle's span). Each consumer warpgroup runs the k tile's four
 // wgmma m64nBNk32 into a fresh partial accumulator, waits for them, and PROMOTES: adds the partial,
@@ -29,6 +32,8 @@ struct Fp8 {
   static constexpr int B_BYTES = BN * TILE_K;                   // BN rows (of B's N) of 128 fp8
   static constexpr int B_SHARE = B_BYTES / CLUSTER;             // what one CTA of a cluster loads (and multicasts)
   static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
+  static constexpr int SB_BOX = 8;                              // sb's box: blocks (n0 / 128) & ~3 … + 7
+  static constexpr int SCALE_BYTES = BM * 4 + SB_BOX * 4;       // a k tile's scales: sa's rows, sb's box
   static constexpr int C_BOX_BYTES = 64 * 64 * 2;
   static constexpr int C_STAGE_BYTES = 2 * C_BOX_BYTES;         // per consumer: two 64 × 64 boxes, in turn
   static constexpr int RING_BYTES = STAGES * STAGE_BYTES;
@@ -65,13 +70,16 @@ __global__ void __launch_bounds__(Cfg::THREADS, 1)
 fp8_gemm(const __grid_constant__ TensorMap a_map,   // A (M, K) e4m3: box 128 columns × TILE_M rows
          const __grid_constant__ TensorMap b_map,   // B (N, K) e4m3: box 128 columns × TILE_N / CLUSTER rows
          const __grid_constant__ TensorMap c_map,   // C (M, N) bf16: box 64 columns × 64 rows (stores)
-         const float* __restrict__ sa,              // (M, K / 128)
-         const float* __restrict__ sb,              // (⌈N / 128⌉, K / 128)
+         const __grid_constant__ TensorMap sa_map,  // sa (K / 128, M) fp32: box TILE_M scales × 1 k block
+         const __grid_constant__ TensorMap sb_map,  // sb (K / 128, ⌈N / 128⌉) fp32: box 8 scales × 1 k block
          int M, int N, int K)
 {
   constexpr int S = Cfg::STAGES, BM = Cfg::TILE_M, BN = Cfg::TILE_N, BK = Cfg::TILE_K, CL = Cfg::CLUSTER;
   extern __shared__ unsigned char smem_raw[];
   __shared__ unsigned long long full[S], empty[S];
+  // slot s's scales (TMA destinations: 128-byte aligned): sa of the tile's rows, sb of 8 blocks of columns
+  __shared__ alignas(128) float sa_s[S][BM];
+  __shared__ alignas(128) float sb_s[S][32];
   unsigned char* base = smem_raw + ((1024 - (course::smem_u32(smem_raw) & 1023)) & 1023);
   auto a_slot = [&](int s) { return base + s * Cfg::STAGE_BYTES; };
   auto b_slot = [&](int s) { return base + s * Cfg::STAGE_BYTES + Cfg::A_BYTES; };
@@ -96,6 +104,8 @@ fp8_gemm(const __grid_constant__ TensorMap a_map,   // A (M, K) e4m3: box 128 co
   if (threadIdx.x == 0) {
     course::prefetch_tensormap(&a_map);
     course::prefetch_tensormap(&b_map);
+    course::prefetch_tensormap(&sa_map);
+    course::prefetch_tensormap(&sb_map);
     for (int s = 0; s < S; ++s) {
       course::mbar_init(&full[s], 1);
       course::mbar_init(&empty[s], Cfg::CONSUMERS * CL);
@@ -117,8 +127,12 @@ fp8_gemm(const __grid_constant__ TensorMap a_map,   // A (M, K) e4m3: box 128 co
         for (int kt = 0; kt < k_tiles; ++kt, ++it) {
           const int s = it % S;
           course::mbar_wait_or_trap(&empty[s], ((it / S) & 1) ^ 1);
-          course::mbar_arrive_expect_tx(&full[s], Cfg::STAGE_BYTES);
+          course::mbar_arrive_expect_tx(&full[s], Cfg::STAGE_BYTES + Cfg::SCALE_BYTES);
           course::tma_load_2d(a_slot(s), &a_map, kt * BK, m0, &full[s]);
+          // k block kt's scales: the tile's rows of sa; sb from block (n0 / 128) & ~3 (a box starting off
+          // a 16-byte boundary failed: a multiple of 4 floats), 8 blocks, past the last read as 0
+          course::tma_load_2d(sa_s[s], &sa_map, m0, kt, &full[s]);
+          course::tma_load_2d(sb_s[s], &sb_map, (n0 / 128) & ~3, kt, &full[s]);
           const int r0 = rank * (BN / CL);                   // this CTA's rows of the B tile
           if constexpr (CL > 1)
             course::tma_load_2d_multicast(b_slot(s) + r0 * BK, &b_map, kt * BK, n0 + r0, &full[s], (1 << CL) - 1);
@@ -142,7 +156,6 @@ fp8_gemm(const __grid_constant__ TensorMap a_map,   // A (M, K) e4m3: box 128 co
       }
     };
     unsigned char* c_stage = base + Cfg::RING_BYTES + c * Cfg::C_STAGE_BYTES;
-    const int kb_count = K / 128;
     float acc[BN / 2];                               // fp32: the promoted sum over the k tiles done
     float part[BN / 2];                              // the wgmmas' accumulator: one k tile (128 products) only
     // turns: consumer c waits on barrier 3 + c before issuing a k tile and arrives on the other's after;
@@ -157,30 +170,31 @@ fp8_gemm(const __grid_constant__ TensorMap a_map,   // A (M, K) e4m3: box 128 co
     const unsigned long long db0 = opaque(course::make_smem_desc(course::smem_u32(b_slot(0)), 16, 1024,
                                                                  course::DESC_SWIZZLE_128B));
     unsigned long long da_s = da0, db_s = db0;
-    int s = 0;
+    int s = 0, stored = 0;                           // stored: the staging boxes this consumer has stored
     unsigned phase = 0;
     for (int u = cluster; u < units; u += clusters) {
       int m0, n0;
       tile_of(u, m0, n0);
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
-      // this thread's two rows of C (the fragment's g and g + 8) and their rows of sa
-      const int r_lo = m0 + rows + course::wgmma_acc_row(0), r_hi = r_lo + 8;
-      const float* sa_lo = sa + (size_t)min(r_lo, M - 1) * kb_count;   // rows past M: clamped (their C is dropped)
-      const float* sa_hi = sa + (size_t)min(r_hi, M - 1) * kb_count;
-      // B's scale blocks: the tile's columns before `split` are in block n0 / 128, the rest (BN = 192
-      // only) in the next one; 64-column chunks never straddle the boundary (n0 is a multiple of 64)
-      const int split = 128 - n0 % 128, nb = (N + 127) / 128;
-      const float* sb_n = sb + (size_t)(n0 / 128) * kb_count;
-      const float* sb_n2 = sb + (size_t)min(n0 / 128 + 1, nb - 1) * kb_count;
-      // the scales of k block k: A's for this thread's two rows, B's for the tile's block(s) of columns
-      auto scales = [&](int k, float& lo, float& hi, float& b, float& b2) {
-        lo = __ldg(sa_lo + k); hi = __ldg(sa_hi + k); b = __ldg(sb_n + k);
-        b2 = BN > 128 ? __ldg(sb_n2 + k) : b;
+      // this thread's two rows of the tile (the fragment's g and g + 8): their places in a slot's sa
+      // (rows past M were read as 0; their C is dropped)
+      const int r_lo = rows + course::wgmma_acc_row(0), r_hi = r_lo + 8;
+      // B's scales: 64-column chunk q of the tile is in block (n0 + 64q) / 128 (n0 is a multiple of 64: a
+      // chunk never straddles two blocks), at jb[q] in a slot's box, which starts at block (n0 / 128) & ~3
+      int jb[BN / 64];
+#pragma unroll
+      for (int q = 0; q < BN / 64; ++q) jb[q] = (n0 + 64 * q) / 128 - ((n0 / 128) & ~3);
+      // a k tile's scales, from its slot once the slot's full barrier has been waited on
+      auto scales = [&](int slot, float& lo, float& hi, float (&b)[BN / 64]) {
+        lo = sa_s[slot][r_lo];
+        hi = sa_s[slot][r_hi];
+#pragma unroll
+        for (int q = 0; q < BN / 64; ++q) b[q] = sb_s[slot][jb[q]];
       };
-      float scale_lo, scale_hi, scale_b, scale_b2;   // k block kt's
-      scales(0, scale_lo, scale_hi, scale_b, scale_b2);
+      float scale_lo, scale_hi, scale_b[BN / 64];    // k tile kt's: this thread's two rows, each chunk's block
       mbar_wait_lean(&full[s], phase);
+      scales(s, scale_lo, scale_hi, scale_b);
       for (int kt = 0; kt < k_tiles; ++kt) {
         const unsigned long long da = da_s, db = db_s;
         if constexpr (Cfg::TURNS) course::named_barrier_sync(3 + c, 256);   // the other has issued its k tile
@@ -200,35 +214,40 @@ fp8_gemm(const __grid_constant__ TensorMap a_map,   // A (M, K) e4m3: box 128 co
         // after the wait only the promotion stands between this k tile and the next one's wgmmas
         const int s_next = s + 1 == S ? 0 : s + 1;
         const unsigned phase_next = s_next == 0 ? phase ^ 1 : phase;
-        float next_lo, next_hi, next_b, next_b2;
-        scales(min(kt + 1, k_tiles - 1), next_lo, next_hi, next_b, next_b2);
+        float next_lo = 0.f, next_hi = 0.f, next_b[BN / 64] = {};
         da_s = opaque(course::desc_advance(da0, s_next * Cfg::STAGE_BYTES));
         db_s = opaque(course::desc_advance(db0, s_next * Cfg::STAGE_BYTES));
-        if (kt + 1 < k_tiles) mbar_wait_lean(&full[s_next], phase_next);
+        if (kt + 1 < k_tiles) {
+          mbar_wait_lean(&full[s_next], phase_next);
+          scales(s_next, next_lo, next_hi, next_b);
+        }
         course::wgmma_wait<0>();
         course::wgmma_fence_operand(part);
         release(s);                                  // the slot's tiles are read: the producer may refill it
         // 2. promotion: acc += part · (the row's A scale) · (the column's B scale); elements 32q .. 32q + 31
-        //    of the fragment are columns 64q .. 64q + 63 of the tile (wgmma_acc_col), one B block
+        //    of the fragment are columns 64q .. 64q + 63 of the tile (wgmma_acc_col): chunk q, B scale scale_b[q]
         // BEGIN SOLUTION
         float s_lo[BN / 64], s_hi[BN / 64];
 #pragma unroll
         for (int q = 0; q < BN / 64; ++q) {
-          const float b = 64 * q < split ? scale_b : scale_b2;
-          s_lo[q] = scale_lo * b;
-          s_hi[q] = scale_hi * b;
+          s_lo[q] = scale_lo * scale_b[q];
+          s_hi[q] = scale_hi * scale_b[q];
         }
 #pragma unroll
         for (int i = 0; i < BN / 2; ++i) acc[i] = fmaf(part[i], (i & 2) ? s_hi[i / 32] : s_lo[i / 32], acc[i]);
         // END SOLUTION
         s = s_next, phase = phase_next;
-        scale_lo = next_lo, scale_hi = next_hi, scale_b = next_b, scale_b2 = next_b2;
+        scale_lo = next_lo, scale_hi = next_hi;
+#pragma unroll
+        for (int q = 0; q < BN / 64; ++q) scale_b[q] = next_b[q];
       }
       // the epilogue: bf16 pairs into a 64 × 64 staging box, 128-byte swizzled, then a TMA store; two
-      // boxes in turn, so one is written while the other's store is still reading it
+      // boxes in turn, so one is written while the other's store may still be reading it. In turn
+      // across tiles too: a tile of 192 stores three boxes, and box h % 2 would start the next tile on
+      // the box its last store may still be reading (wrong chunks, now and then)
 #pragma unroll
       for (int h = 0; h < BN / 64; ++h) {
-        unsigned char* box = c_stage + (h % 2) * Cfg::C_BOX_BYTES;
+        unsigned char* box = c_stage + ((stored + h) % 2) * Cfg::C_BOX_BYTES;
         if (signaller) course::bulk_wait_read<1>();
         course::named_barrier_sync(wg, 128);
 #pragma unroll
@@ -244,6 +263,7 @@ fp8_gemm(const __grid_constant__ TensorMap a_map,   // A (M, K) e4m3: box 128 co
           course::bulk_commit();
         }
       }
+      stored += BN / 64;
     }
     if (signaller) course::bulk_wait_read<0>();
   }

@@ -28,6 +28,9 @@ def cells():
 - **promotion**: the tensor core's FP8 accumulator keeps fewer mantissa bits than fp32, so after
   each 128-wide k block the partial sums are scaled by their block's two scales and added to an
   fp32 accumulator in registers — which is also where the block scales can be applied at all;
+- **scales that travel with the tile**: stored one row per k block, a k tile's scales are one more
+  TMA box in its ring slot, waited on with the tile — a global load per k tile on the consumers'
+  path costs more than the promotion's FMAs;
 - **registers past the launch count**: a partial and an fp32 sum of 64 × 192 each take 192 registers a
   thread; `setmaxnreg` gives the consumers 232, and ptxas uses them — unless a `__trap()` sits in
   their loop.
@@ -118,7 +121,7 @@ With per-tensor scales a GEMM can run the whole K loop in the tensor core's accu
 by s_a·s_b once at the end. Block scales change along K, so each k block's partial sum must be
 multiplied by its own scales before it joins the others:
 
-C[m, n] = Σ_kb  sa[m, kb] · sb[⌊n/128⌋, kb] · ( Σ_{k in block kb} A[m, k] · B[n, k] )
+C[m, n] = Σ_kb  sa[kb, m] · sb[kb, ⌊n/128⌋] · ( Σ_{k in block kb} A[m, k] · B[n, k] )
 
 The inner sum is what wgmma computes: four `m64n192k32` per 128-wide k tile, into a **partial**
 accumulator (the first with scale-d = 0: it starts from zero). After `wgmma.wait_group 0` the
@@ -133,7 +136,7 @@ than 128 products.
 64 × 192 floats and so is its fp32 sum: 96 + 96 registers a thread, before addresses, scales and loop
 counters. A block of 384 threads starts with 65536 / 384 → 168 registers a thread; `setmaxnreg`
 moves them at run time (the producer drops to 40, the two consumers rise to 232), and ptxas compiles
-the code after `setmaxnreg.inc` to that budget — this kernel's consumers use 212. One thing stops it:
+the code after `setmaxnreg.inc` to that budget — this kernel's consumers use about 200. One thing stops it:
 a `__trap()` inlined into the consumers' code (05.03's bounded wait, `course::mbar_wait_or_trap`,
 traps after about two seconds so that a wrong parity fails instead of hanging). With it, ptxas keeps
 the consumers within the 168 registers of launch time and spills (about 350 bytes a thread, in the
@@ -160,21 +163,35 @@ the reference leaves them off.
 `Fp8<128, 192, 4, 1, 8>`. TILE_K = 128: one k tile is one scale block, and 128 e4m3 are exactly the
 128-byte swizzle's span, so A's box is 128 rows × 128 bytes and B's (N, K) box is 192 rows × 128
 bytes — **both K-major**, both described like 05.02's A (SBO 1024, the 128-byte swizzle; +32 bytes
-per k32 step). 4 slots of 40 KiB, and two 64 × 64 bf16 staging boxes per consumer for the epilogue's
-TMA stores. The scales are read with `__ldg` (1/128 of A's bytes). Clusters of 1: with clusters of 2
+per k32 step). 4 slots of 40 KiB of tiles plus 544 bytes of scales, and two 64 × 64 bf16 staging
+boxes per consumer for the epilogue's TMA stores. Clusters of 1: with clusters of 2
 (`Fp8<128, 192, 4, 2, 8>`, in the cell too) each CTA loads 96 of B's 192 rows and multicasts them, as
 in 05.03 — on this kernel that measured slower (below), so the reference does without.
 
+**The scales travel with the tile.** The problem stores both scale tensors **k-block-major**: row kb
+of sa holds the scales of every row of A for k block kb, row kb of sb those of every 128-column block
+of B, each row padded to a multiple of 4 floats (TMA's 16 bytes; the layout DeepGEMM takes for A's
+scales). So a k tile's scales are two boxes of one row each, and the producer loads them into the
+slot with the tile, counted on the same full barrier (`SCALE_BYTES` more): the tile's 128 row scales
+of sa, and 8 of sb starting at block `(n0 / 128) & ~3` — a box that started off a 16-byte boundary
+failed when we tried it (an H100, 2026-11-25), so it starts at a multiple of 4 floats and the tile's
+blocks lie somewhere in it. TMA destinations in shared memory are 128-byte aligned: `sa_s[S][128]`
+and `sb_s[S][32]`, of which a slot uses 8. A consumer reads its two rows' A scales and its chunks' B
+scales with `LDS` right after waiting on the slot, while the previous k tile's wgmmas run. The first
+version of this kernel read them with `__ldg` from (M, K/128) and (⌈N/128⌉, K/128) instead: four global
+loads per k tile per thread, issued a k tile ahead, and still **6 points** slower at 8192³ (below).
+
 **Two B scale blocks per tile.** B's scales cover 128 columns; a tile of 192 starting at n0 (a
-multiple of 64) covers the columns before `split = 128 − n0 % 128` with block n0 / 128 and the rest
-with the next one. Elements 32q … 32q + 31 of a thread's fragment are columns 64q … 64q + 63
-(`wgmma_acc_col`), never across the boundary, so the promotion works out six scales per k tile —
-two rows × three 64-column chunks — and each FMA takes one of them.
+multiple of 64) meets blocks n0 / 128 and the next. Elements 32q … 32q + 31 of a thread's fragment are
+columns 64q … 64q + 63 (`wgmma_acc_col`), chunk q, which lies in block (n0 + 64q) / 128 — never across
+the boundary. So each chunk's B scale is worked out once per tile as an index into the slot's box,
+`jb[q] = (n0 + 64q) / 128 − ((n0 / 128) & ~3)`, and the promotion multiplies six scales per k tile
+(two rows × three chunks) with no select in the k loop; each FMA takes one of them.
 
 **What stands between two k tiles.** After `wait_group 0` a consumer has to promote before it can
 issue its next wgmmas, and everything else it does per k tile sits on that path too unless it is moved
-off: so the next k tile's scales are loaded, its slot and phase worked out and its full barrier waited
-on *while this k tile's wgmmas run*, and the descriptors are made once, for slot 0 (slot s's are
+off: so the next k tile's slot and phase are worked out, its full barrier waited on and its scales read
+*while this k tile's wgmmas run*, and the descriptors are made once, for slot 0 (slot s's are
 s · 40 KiB further on: a descriptor holds the address / 16). The warpgroup index goes through
 `__shfl_sync` so the compiler knows it is the same in every lane and keeps the descriptor arithmetic
 in uniform registers. The next slot's descriptors are made while this k tile's wgmmas run, and go
@@ -190,16 +207,22 @@ commit (`bar.sync` / `bar.arrive` with 256 threads: one warpgroup arrives, the o
 tensor core gets consumer 0's k tile, then consumer 1's, then 0's next — and each warpgroup's drain
 and promotion run while the tensor core works through the other's wgmmas. Consumer 1 arrives once
 first (consumer 0 starts) and skips its arrival after its very last k tile, so no arrival is left
-waiting when the kernel ends. Measured (below), the kernel without turns is 2 points faster at 8192³ (1 at 4096³):
-with nothing to wait for, a consumer issues its next k tile as soon as its promotion is done.
+waiting when the kernel ends. Measured (below), the kernel without turns is faster: with nothing to
+wait for, a consumer issues its next k tile as soon as its promotion is done.
 
-### Exercise (about 11 lines in two places)
+**The epilogue's two staging boxes** take turns across tiles, not just within one: a tile of 192
+columns stores three 64-column boxes, and choosing the box by `h % 2` would start the next tile on
+the box whose TMA store (`bulk_wait_read<1>` lets one be in flight) may still be reading it. That
+version of this kernel was wrong in a few 64-column chunks, now and then — on short K, where the
+next tile's epilogue comes soon (found 2026-11-25; `stored` counts the boxes).
+
+### Exercise (about 10 lines in two places)
 
 1. The k tile's four `course::wgmma_e4m3(part, da + 32k, db + 32k, scale_d)`: `scale_d` 0 for the
    first (a fresh partial), 1 for the others; 3 lines.
-2. The promotion: for each 64-column chunk q, its B scale (`scale_b` if 64q < `split`, else
-   `scale_b2`) times `scale_lo` and `scale_hi` (the A scales of this thread's two rows), then
-   `acc[i] += part[i] · (i & 2 ? s_hi[i / 32] : s_lo[i / 32])` for every i; about 8 lines.
+2. The promotion: for each 64-column chunk q, its B scale `scale_b[q]` times `scale_lo` and
+   `scale_hi` (the A scales of this thread's two rows), then
+   `acc[i] += part[i] · (i & 2 ? s_hi[i / 32] : s_lo[i / 32])` for every i; about 7 lines.
 
 The wrappers are in `grader/include/wgmma.cuh` (`wgmma_e4m3` picks m64n128k32, m64n192k32 or
 m64n256k32 from the accumulator's length).
@@ -207,8 +230,8 @@ m64n256k32 from the accumulator's length).
         solution(cell("fp8_cell.cu"), "v_fp8"),
         code(r"""
 # Tile, stages, cluster and threads come from the type; the launch function encodes A's map (128 × 128
-# e4m3 boxes), B's (192 × 128; 96 × 128 with clusters of 2) and C's (64 × 64 bf16), and launches a
-# persistent grid.
+# e4m3 boxes), B's (192 × 128; 96 × 128 with clusters of 2), C's (64 × 64 bf16) and the scales' (one
+# k block × 128 of sa, × 8 of sb), and launches a persistent grid.
 launch_fp8 = P.fp8_gemm_launch(fp8["fp8_gemm<Fp8<128, 192, 4, 1, 8>>"])
 print("fp8_gemm<Fp8<128, 192, 4, 1, 8>> launches with", fp8["fp8_gemm<Fp8<128, 192, 4, 1, 8>>"].launch_shape)
 """, "launch_fp8"),
@@ -218,16 +241,16 @@ print("fp8_gemm<Fp8<128, 192, 4, 1, 8>> launches with", fp8["fp8_gemm<Fp8<128, 1
 FP8 wgmma is `QGMMA` in the SASS (bf16's is `HGMMA`): the kernel holds `QGMMA.64x192x32.F32.E4M3.E4M3`
 and no HGMMA or HMMA, TMA loads and stores, the mbarrier waits, **no
 spills** (the registers above); setmaxnreg in effect; the epilogue's proxy fence before its TMA stores.
-The scale loads are the only global loads (`LDG`) and there are no global stores of its own. (05.03
+No global loads or stores of its own (`LDG`, `STG`): everything, the scales too, moves by TMA. (05.03
 grades the multicast loads and the cluster barrier; this kernel runs without clusters.)
 """),
         tests(r"""
 sass.require(fp8, "fp8_gemm<Fp8<128, 192, 4, 1, 8>>",
              present=["QGMMA.64x192x32.F32.E4M3.E4M3", "UTMALDG.2D", "UTMASTG.2D", "SYNCS.PHASECHK"],
-             absent=["HGMMA", "HMMA", "STG", "LDL", "STL"], no_spills=True)
+             absent=["HGMMA", "HMMA", "LDG", "STG", "LDL", "STL"], no_spills=True)
 sass.require_fence(fp8, "fp8_gemm<Fp8<128, 192, 4, 1, 8>>", writes="STS", fence="FENCE.VIEW.ASYNC.S", reader="UTMASTG")
 regs = sass.require_setmaxnreg(fp8, "fp8_gemm<Fp8<128, 192, 4, 1, 8>>", threads=384)
-print(f"✓ QGMMA 64x192x32 e4m3, TMA loads and stores, the mbarrier waits; setmaxnreg "
+print(f"✓ QGMMA 64x192x32 e4m3, TMA loads (the scales too) and stores, the mbarrier waits; setmaxnreg "
       f"in effect ({regs['registers']} registers at entry); no spills")
 """, "test_fp8_sass", 2),
         md(r"""
@@ -265,40 +288,45 @@ work as your kernel, and on an H100 it runs at **90%** of tensorwise at 8192³ a
 2, with the same chain as here: wait, promote, issue). So the goal is as fast as NVIDIA's own
 block-scaled kernel.
 
-**Measured on an H100** (2026-11-25, each ratio to cuBLAS FP8 tensorwise measured in the same run;
-`results/ch05/fp8desc_gpu_h100_2026-11-25.log`): at 8192³ 1256 TFLOP/s = **85%** of tensorwise (1480)
-and 92% of rowwise (1373); at 4096³ 1043 TFLOP/s = 79% (1312). Beside cuBLAS's block-scaled kernel
-(seven later runs the same day, `fp8_cublas_block_…`): **94–95%** of it at 8192³ (1269–1299 against
-1351–1375 TFLOP/s), 86–88% at 4096³. Through the judge (the chapter's run of
-2026-11-25 04:29, `results/scoreboard_ch05.log`): 1049 TFLOP/s = **78.9%** (1330) at 4096³, 3/3
-points. The reference goal, ≥ 90% of
-tensorwise at 8192³, is **not reached**. The ladder, at 8192³ (4096³ in brackets), each row's ratio to
-the cuBLAS run beside it:
+**Measured on an H100** (2026-11-25, each ratio to cuBLAS measured in the same run;
+`results/ch05/fp8_gpu_h100_2026-11-25_tma.log`): at 8192³ 1391 TFLOP/s = **91%** of tensorwise (1521)
+and 102% of rowwise (1363); at 4096³ 1145 TFLOP/s = 85% (1347). Beside cuBLAS's block-scaled kernel
+(`fp8_cublas_block_h100_2026-11-25_run15.log`, 3 rounds): **101–102%** of it at 8192³ (1391 against 1370
+TFLOP/s), 94–95% at 4096³. Through the judge (the chapter's run of 2026-11-25 09:25,
+`results/scoreboard_ch05.log`): 1144 TFLOP/s = **86.7%** (1320) at 4096³, 3/3 points. The reference
+goal, ≥ 90% of tensorwise at 8192³, is **reached**: 91.3–91.5% in two runs (and 91.4% for the same
+design in the dev run before it, `fp8tsa_h100_2026-11-25_run11.log`). The ladder, at 8192³ (4096³ in
+brackets), each row's ratio to the cuBLAS run beside it:
 
 | kernel | TFLOP/s | of tensorwise cuBLAS | log (`results/ch05/`) |
 | --- | --- | --- | --- |
 | first version: 128 × 128, no turns, every k tile's set-up after the wait | 958 (861) | 65% (67%) | `fp8speed_explore_…` |
-| + the consumers take turns, the lean k loop (the previous lesson kernel, clusters of 2) | 1088 (992) | 73% (74%) | `fp8wide_gpu_…` |
+| + the consumers take turns, the lean k loop (clusters of 2) | 1088 (992) | 73% (74%) | `fp8wide_gpu_…` |
 | the same with clusters of 1 | 1138 (1045) | 77% (80%) | `fp8speed_gpu_…` |
-| 128 × 192, the trap off the consumers' path, clusters of 1 (the reference until 2026-11-25) | 1224 (1012) | 83% (77%) | `fp8desc_gpu_…` |
-| **+ the descriptors made a k tile ahead (`opaque`), no turns: this kernel** | 1256 (1043) | **85%** (79%) | `fp8desc_gpu_…` |
-| this kernel with turns (`Fp8<128, 192, 4, 1, 8, true>`) | 1227 (1017) | 83% (78%) | `fp8desc_gpu_…` |
-| this kernel with clusters of 2 (`Fp8<128, 192, 4, 2, 8>`) | 1208 (983) | 82% (75%) | `fp8desc_gpu_…` |
+| 128 × 192, the trap off the consumers' path, clusters of 1 | 1224 (1012) | 83% (77%) | `fp8desc_gpu_…` |
+| + the descriptors made a k tile ahead (`opaque`), no turns; scales by `__ldg` (the reference until 2026-11-25 09:00) | 1256 (1043) | 85% (79%) | `fp8desc_gpu_…` |
+| + A's scales by TMA with the tile (dev) | 1327–1364 (1084–1104) | 89–90% (82–84%) | `fp8tsa_…_run1`–`run11` |
+| **+ B's scales by TMA too, each chunk's from its own index: this kernel** | 1391 (1145) | **91%** (85%) | `fp8_gpu_…_tma` |
+| this kernel with turns (`Fp8<128, 192, 4, 1, 8, true>`) | 1359 (1119) | 89% (83%) | `fp8_gpu_…_tma` |
+| this kernel with clusters of 2 (`Fp8<128, 192, 4, 2, 8>`) | 1306 (1060) | 86% (79%) | `fp8_gpu_…_tma` |
+| this kernel with 128 × 128 tiles (`Fp8<128, 128, 5, 1, 8>`) | 1152 (1066) | 76% (79%) | `fp8_gpu_…_tma` |
 | ceiling: 128 × 192 with no promotion at all (wrong values) | 1540 (1283) | 104% (98%) | `fp8desc_gpu_…` |
 
-At 8192³ the wider tile is worth 6 points over the best 128 × 128 kernel; at 4096³ it is not (22 tile
-columns of 192 against 32 of 128: 704 tiles on 132 SMs leave the sixth wave a third full). With the
-wider tile the turns cost 2 points, and clusters of 2 cost 3. Nsight Compute at 8192³ (the reference
-before the descriptor change,
-`fp8wide_ncu_…`): the tensor pipe is active **73%** of the time for this kernel, 94% for cuBLAS's
-(`nvjet…144x128…coopA`: 144 × 128 tiles, no promotion). What is left is the promotion's place in each
-consumer's k loop — `wait_group 0`, 96 FMAs, then the next wgmmas: without it the same kernel runs at
-104%. Tried beside it, slower: a 192 × 128 tile with three consumer warpgroups of 64 × 128 (78%;
-`dev/ch05_hopper/fp8_variants/three.patch`), and each consumer's 64 × 192 as two 64 × 96 partials, one promoted
-while the other's wgmmas run (69%: m64n96 reads A from shared memory twice per 192 columns;
-`halves.patch`); 5 ring slots instead of 4 (82%: the loads are not what is missing). The promotion
-costs one FMA per element of C per 128 k whatever the tile — only its overlap with the tensor core can
-change.
+Each scale load on the consumers' path cost more than its share of instructions: with the scales
+read by `__ldg` (four loads per k tile per thread, issued a k tile ahead), scales made from k instead
+(wrong values, a probe) ran 7 points faster; A's scales by TMA gained 4–5 points, B's the rest
+(`fp8_cublas_block_…_run4`–`run10`, `fp8tsa_…`). At 8192³ the 192-wide tile is worth 15 points over
+128 × 128; at 4096³ less (22 tile columns of 192 against 32 of 128: 704 tiles on 132 SMs leave the
+sixth wave a third full). Turns and clusters of 2 still cost 2 and 5 points. Nsight Compute at 8192³
+(the reference of 2026-11-24, `fp8wide_ncu_…`): the tensor pipe was active 73% of the time, 94% for
+cuBLAS's (`nvjet…144x128…coopA`: 144 × 128 tiles, no promotion). What is left is the promotion's
+place in each consumer's k loop — `wait_group 0`, the scale products, 96 FMAs, then the next wgmmas:
+without the promotion the same tile runs at 104%. Tried beside it, slower: a 192 × 128 tile with three
+consumer warpgroups of 64 × 128 (78%; `dev/ch05_hopper/fp8_variants/three.patch`), and each
+consumer's 64 × 192 as two 64 × 96 partials, one promoted while the other's wgmmas run (69%: m64n96
+reads A from shared memory twice per 192 columns; `halves.patch`); 5 ring slots instead of 4 (82%: the
+loads are not what is missing). The promotion costs one FMA per element of C per 128 k whatever the
+tile — only its overlap with the tensor core can change.
 
 The accumulator, measured on the same GPU (earlier the same day, `results/ch05/fp8_gpu_h100_2026-11-24.log`,
 with the kernel before the turns: the same wgmmas and FMAs; per-tensor inputs, every scale 1,
@@ -313,24 +341,17 @@ grader.speed(launch_fp8, P.fp8_gemm, points=3)
         md(r"""
 ## Stretch goals (no points)
 
-- **Make the scales cheaper.** Each k tile every consumer thread loads four scales from global
-  memory: its two rows of sa (256 bytes apart in sa at 8192³, so 128 rows touch 128 memory sectors)
-  and the tile's B scales. The same kernel with scales made from k instead (wrong values) runs at
-  **92%** of tensorwise at 8192³ against 85%, and with the loads kept but their addresses cycling
-  over four k blocks (wrong values), 91%: the promotion's FMAs are not the whole cost, the scale
-  loads are ~7 points. None of these fixed it (each measured beside this kernel, H100, 2026-11-25,
-  `results/ch05/fp8_cublas_block_…_run4` to `run10`): the loads two k tiles ahead (+1 point); a
-  producer warp copying each k tile's scales into shared memory beside the tile (cp.async; −3); one
-  copying 8 k blocks of each row at a time (a whole sector; −3, `fp8_variants/scale_groups.patch`);
-  each consumer staging 8 k blocks of its rows' scales in shared memory itself, loaded a group ahead
-  (±0, `consumer_groups.patch`); an L1 prefetch of the next 8 k blocks (−2); an L1 evict-last hint
-  (±0). What did help: the same staging with **one 16-byte load of 4 k blocks a thread** where K/128
-  is a multiple of 4 (`consumer_groups4.patch`): **87%** at 8192³ against 85% (97% of cuBLAS's
-  block-scaled kernel), 81% at 4096³, right at every visible and hidden size (`…_run12`); with
-  `reuse_y4` on top, 87–88% (`…_run14`). The count of load instructions matters more than where
-  they read from. The rest of the probes' 7 points is open.
+- **The scale products.** With every B scale 1 (wrong values, timing only) the kernel with A's scales
+  by TMA ran at 94–96% of tensorwise at 8192³ (`fp8tsa_…_run2`–`run11`): the three B-scale `LDS`, six
+  products and their registers per k tile still cost about 4 points. A producer warp could multiply
+  sa by sb for the tile's rows and chunks and leave the products in the slot (384 floats a k tile);
+  or the products could be made a k tile ahead, if ptxas can be kept from moving them back after the
+  wait (it did, here). How the scales got here, each measured beside the kernel of its day
+  (`fp8_cublas_block_…_run4`–`run14`): loads two k tiles ahead (+1 point); a cp.async loader warp
+  (−3); consumers staging 8 k blocks in shared memory (±0), with one 16-byte load of 4 (+2); then the
+  scales by TMA with the tile (+6).
 - **Overlap the promotion.** Without it this kernel's 128 × 192 tile runs at 104% of cuBLAS at 8192³;
-  with it, 85%. A second partial per consumer (promote one k tile while the next one's wgmmas run, as
+  with it, 91%. A second partial per consumer (promote one k tile while the next one's wgmmas run, as
   05.03's `wait_group 1` does) needs 3 × 96 registers at 128 × 192, more than 232; at 128 × 128 it
   fits (3 × 64): `dev/ch05_hopper/fp8_variants/pipelined.cu` does it, right at every size, and runs
   at **71%** (its 128 × 128 tile without any promotion: 93%): the FMAs beside the wgmmas cost the same
@@ -350,14 +371,16 @@ grader.speed(launch_fp8, P.fp8_gemm, points=3)
   lost when the warp yields: ~3 clocks an FFMA beside the other consumer's wgmmas. Caching it on
   every FFMA (rewriting the cubin: `dev/ch05_hopper/ffma_yield.py`) makes them ~2 clocks, but a warp
   that never yields starves the other consumer's issue; letting every 4th FFMA yield reached 87%
-  (`reuse_y4`, `fp8ffma2_…_run4`). DeepGEMM rewrites the same bits; NVRTC 13 already alternates them.
+  on the kernel with `__ldg` scales, against its 85% (`reuse_y4`, `fp8ffma2_…_run4`). DeepGEMM rewrites the same bits; NVRTC 13 already alternates them.
 - **A tile that is not a multiple of 64.** 128 × 208 (m64n208k32) reads less shared memory per FLOP
   and spreads each `wait_group 0`'s fixed latency over more wgmma work (the FMAs per FLOP stay the
   same); its 208 columns can meet three of B's scale blocks, and 2 × 104 registers of partial and sum
   leave little for everything else (setmaxnreg 24/240; 32/240 asks for more registers than the CTA
   has at launch, and hangs). Measured (`dev/ch05_hopper/fp8_variants/n208.cu`, the k loop compiled
-  once per position of the scale-block boundary): 86% at 8192³ and 91% at 4096³, beside this
-  kernel's 85% / 79% — at 4096³ mostly the wave count: 640 tiles are 5 waves on 132 SMs, 704 are 6.
+  once per position of the scale-block boundary; its scales by `__ldg`): 86% at 8192³ and 91% at
+  4096³, beside the kernel of that day's 85% / 79% — at 4096³ mostly the wave count: 640 tiles are 5
+  waves on 132 SMs, 704 are 6. With this kernel's scales by TMA (a box of 8 of sb covers its three
+  blocks) it is the next thing to try at 4096³.
 - **A fused epilogue**: bias + GELU in the epilogue, before the bf16 store, against cuBLAS followed
   by torch's op.
 - **Rowwise** scaling: `torch._scaled_mm` with one scale per row of A and per column of C; where
