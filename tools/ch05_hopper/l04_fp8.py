@@ -318,8 +318,9 @@ read by `__ldg` (four loads per k tile per thread, issued a k tile ahead), scale
 (`fp8_cublas_block_…_run4`–`run10`, `fp8tsa_…`). At 8192³ the 192-wide tile is worth 15 points over
 128 × 128; at 4096³ less (22 tile columns of 192 against 32 of 128: 704 tiles on 132 SMs leave the
 sixth wave a third full). Turns and clusters of 2 still cost 2 and 5 points. Nsight Compute at 8192³
-(the reference of 2026-11-24, `fp8wide_ncu_…`): the tensor pipe was active 73% of the time, 94% for
-cuBLAS's (`nvjet…144x128…coopA`: 144 × 128 tiles, no promotion). What is left is the promotion's
+(`fp8_ncu_pipe_h100_2026-11-25.log`): the tensor pipe is active **84%** of the time for this kernel,
+82% for cuBLAS's block-scaled kernel; it was 73% for the reference of 2026-11-24 and 94% for cuBLAS's
+tensorwise kernel (`fp8wide_ncu_…`; `nvjet…144x128…coopA`: 144 × 128 tiles, no promotion). What is left is the promotion's
 place in each consumer's k loop — `wait_group 0`, the scale products, 96 FMAs, then the next wgmmas:
 without the promotion the same tile runs at 104%. Tried beside it, slower: a 192 × 128 tile with three
 consumer warpgroups of 64 × 128 (78%; `dev/ch05_hopper/fp8_variants/three.patch`), and each
