@@ -175,8 +175,8 @@ scales). So a k tile's scales are two boxes of one row each, and the producer lo
 slot with the tile, counted on the same full barrier (`SCALE_BYTES` more): the tile's 128 row scales
 of sa, and 8 of sb starting at block `(n0 / 128) & ~3` — a box that started off a 16-byte boundary
 failed when we tried it (an H100, 2026-11-25), so it starts at a multiple of 4 floats and the tile's
-blocks lie somewhere in it. TMA destinations in shared memory are 128-byte aligned: `sa_s[S][128]`
-and `sb_s[S][32]`, of which a slot uses 8. A consumer reads its two rows' A scales and its chunks' B
+blocks lie somewhere in it. A TMA destination in shared memory must be 128-byte aligned (slots 16
+bytes apart failed with a misaligned address): `sa_s[S][128]` and `sb_s[S][32]`, of which a slot uses 8. A consumer reads its two rows' A scales and its chunks' B
 scales with `LDS` right after waiting on the slot, while the previous k tile's wgmmas run. The first
 version of this kernel read them with `__ldg` from (M, K/128) and (⌈N/128⌉, K/128) instead: four global
 loads per k tile per thread, issued a k tile ahead, and still **6 points** slower at 8192³ (below).
