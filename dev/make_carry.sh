@@ -5,8 +5,8 @@
 #            nvidia-cutlass (the CUTLASS headers of 05.03's cell); about 54 MB;
 #   .carry/  bwrap/bwrap (Debian's bubblewrap and its libraries behind a wrapper: the device has no
 #            bubblewrap, and the judge runs each notebook in it) and dev_env.sh, which a device script
-#            sources: the wheels installed into /tmp/site, on PYTHONPATH and PATH (nbgrader runs
-#            `alembic` as a program).
+#            sources: dev/ch05_hopper/env_min.sh (the wheels installed into /tmp/site, on PYTHONPATH),
+#            and /tmp/site/bin on PATH (nbgrader runs `alembic` as a program).
 # Run here (not on the device), from the repo root: bash dev/make_carry.sh. Needs pip and apt (root).
 set -eu
 rm -rf .whl .carry
@@ -32,10 +32,9 @@ LD_LIBRARY_PATH="$here/lib" exec "$here/bwrap.bin" --unsetenv LD_LIBRARY_PATH "$
 EOF
 chmod +x .carry/bwrap/bwrap
 cat > .carry/dev_env.sh <<'EOF'
-# sourced on the device machine, from the repo root: the carried wheels into /tmp/site
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl \
-  >/tmp/pip.log 2>&1 || { tail -5 /tmp/pip.log; return 1; }
-export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1
-python3 -c "import numpy, torch, nbgrader; print('numpy', numpy.__version__, 'torch', torch.__version__, 'nbgrader', nbgrader.__version__, torch.cuda.get_device_name())"
+# sourced on the device machine, from the repo root: env_min.sh's wheel install, and nbgrader's programs on PATH
+source dev/ch05_hopper/env_min.sh || return 1
+export PATH=/tmp/site/bin:$PATH
+python3 -c "import nbgrader; print('nbgrader', nbgrader.__version__)"
 EOF
 du -sh .whl .carry
