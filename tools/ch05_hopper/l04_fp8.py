@@ -329,8 +329,9 @@ reads A from shared memory twice per 192 columns; `halves.patch`); 5 ring slots 
 loads are not what is missing). The promotion costs one FMA per element of C per 128 k whatever the
 tile — only its overlap with the tensor core can change.
 
-The accumulator, measured on the same GPU (earlier the same day, `results/ch05/fp8_gpu_h100_2026-11-24.log`,
-with the kernel before the turns: the same wgmmas and FMAs; per-tensor inputs, every scale 1,
+The accumulator, measured on the same GPU (`results/ch05/fp8_gpu_h100_2026-11-24.log`, with the kernel
+before the turns, and again with this kernel, `fp8_gpu_h100_2026-11-25_review.log`: the same figures
+within 0.1 point; per-tensor inputs, every scale 1,
 M = N = 256, error of the bf16 C against float64, relative to C's rms): promoting every 128 k, the largest error is 0.9% at
 K = 512 and stays at 0.9% at K = 32768 — the same as fp32 accumulation rounded to bf16. Without
 promotion (FP8 wgmma accumulating all of K) it grows with K: 1.0%, 1.5%, 2.9%, **4.9%** at K = 512,
