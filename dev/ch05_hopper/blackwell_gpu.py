@@ -29,7 +29,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-CH, NB = "05_hopper_blackwell", "06_blackwell.ipynb"
+CH, NB = "05_hopper_blackwell", "09_blackwell.ipynb"
 NOT_HERE = "compiled and inspected only"
 
 

@@ -8,7 +8,7 @@
                                                         # d 64/128, S 1k–16k, causal and not; ablation: the
                                                         # switches at d 128 (and 64), S 4096
 
-The kernel comes from solutions/05_hopper_blackwell/05_flash3.ipynb (cell v_flash3), or from
+The kernel comes from solutions/05_hopper_blackwell/07_flash3.ipynb (cell v_flash3), or from
 tools/ch05_hopper/flash3_cell.cu before the notebook is written, compiled with every ``F3<D, WS,
 PINGPONG, OVERLAP>`` the ablation needs. Correctness is grader.check before any timing; timing is
 grader.measure, each figure beside cuDNN's and flash's SDPA on the same q, k, v in the same run.
@@ -30,7 +30,7 @@ from grader.notebooks import cell_source, run_source  # noqa: E402
 from grader.problems import flash3 as P  # noqa: E402
 from grader.problems.attention import Attn  # noqa: E402
 
-NB = ROOT / "solutions" / "05_hopper_blackwell" / "05_flash3.ipynb"
+NB = ROOT / "solutions" / "05_hopper_blackwell" / "07_flash3.ipynb"
 CELL = ROOT / "tools" / "ch05_hopper" / "flash3_cell.cu"
 REF = {128: "flash3<F3<128, 1, 1, 1>>", 64: "flash3<F3<64, 1, 1, 1>>"}
 ABLATION = {"reference (WS + ping-pong + overlap)": (1, 1, 1), "without warp specialization": (0, 1, 1),

@@ -5,7 +5,7 @@
     python dev/ch05_hopper/fp8_gpu.py time [SIZES]    # beside torch._scaled_mm (tensorwise, rowwise), 4096,8192
     python dev/ch05_hopper/fp8_gpu.py accum           # FP8 wgmma's own accumulator over long K, without promotion
 
-The kernel comes from solutions/05_hopper_blackwell/04_fp8.ipynb (v_fp8) when it exists, else from
+The kernel comes from solutions/05_hopper_blackwell/06_fp8_gemm.ipynb (v_fp8) when it exists, else from
 tools/ch05_hopper/fp8_cell.cu, compiled with more ``fp8_gemm<Fp8<...>>`` instantiations. Correctness is
 grader.check before any timing; timing is grader.measure against cuBLAS's FP8 GEMM (torch._scaled_mm)
 on the same A and B, in the same run. fp8_gpu.sh runs each step in its own process with a timeout.
@@ -33,7 +33,7 @@ from grader.notebooks import cell_source, run_source  # noqa: E402
 from grader.problems import hopper_fp8 as F  # noqa: E402
 from grader.problems.gemm import Shape  # noqa: E402
 
-NB = ROOT / "solutions" / "05_hopper_blackwell" / "04_fp8.ipynb"
+NB = ROOT / "solutions" / "05_hopper_blackwell" / "06_fp8_gemm.ipynb"
 LESSON = "fp8_gemm<Fp8<128, 192, 4, 1, 8>>"
 TURNS = "fp8_gemm<Fp8<128, 192, 4, 1, 8, true>>"           # the consumers take turns (the reference before)
 VARIANTS = [TURNS, "fp8_gemm<Fp8<128, 192, 4, 2, 8>>", "fp8_gemm<Fp8<128, 128, 5, 1, 8>>",

@@ -37,7 +37,7 @@ fi
 if [[ $skip != *" 5 "* ]]; then
   echo "== 5. scoreboard (lesson 04)" | tee -a "$log"
   rm -f solutions/05_hopper_blackwell/0[12356]_*.ipynb course/05_hopper_blackwell/0[12356]_*.ipynb \
-    solutions/05_hopper_blackwell/04_schedules.ipynb course/05_hopper_blackwell/04_schedules.ipynb
+    solutions/05_hopper_blackwell/05_schedules.ipynb course/05_hopper_blackwell/05_schedules.ipynb
   cp results/scoreboard.json "$out/" 2>/dev/null
   /usr/bin/time -f "scoreboard: %e s wall" timeout "${NB_S:-70}" python3 -m grader scoreboard 05_hopper_blackwell \
     --in-notebook --out "$out" > "$out/scoreboard_ch05.log" 2>&1

@@ -5,7 +5,7 @@
     python dev/ch05_hopper/fp8attn_gpu.py accuracy       # rms error against float64 of the unrounded inputs
     python dev/ch05_hopper/fp8attn_gpu.py time           # FP8 against cuDNN SDPA bf16 and 05.05's bf16 kernel
 
-The FP8 kernel comes from solutions/05_hopper_blackwell/05_flash3_fp8.ipynb (cell v_flash3_fp8), or from
+The FP8 kernel comes from solutions/05_hopper_blackwell/08_flash3_fp8.ipynb (cell v_flash3_fp8), or from
 tools/ch05_hopper/flash3_fp8_cell.cu before the notebook exists; 05.05's bf16 kernel from its notebook.
 Correctness is grader.check; timing grader.measure, every figure of one size in one process.
 fp8attn_gpu.sh runs each step in its own process with a timeout.
@@ -29,7 +29,7 @@ from grader.problems import flash3_fp8 as P  # noqa: E402
 from grader.problems.attention import Attn  # noqa: E402
 from tests.cells import compile_cell  # noqa: E402
 
-NB = ROOT / "solutions" / "05_hopper_blackwell" / "05_flash3_fp8.ipynb"
+NB = ROOT / "solutions" / "05_hopper_blackwell" / "08_flash3_fp8.ipynb"
 CELL = ROOT / "tools" / "ch05_hopper" / "flash3_fp8_cell.cu"
 REF = "flash3_fp8<F8<0, 1, 1>>"
 VARIANTS = {"reference: 192-key tiles, ring of 4, lazy rescale, four chains (F8<0, 1, 1>)": REF,
@@ -59,7 +59,7 @@ def fp8_module(src=None, name="f8"):
 
 
 def bf16_launch():
-    src = (ROOT / "tools" / "ch05_hopper" / "flash3_cell.cu").read_text()   # what 05_flash3.ipynb is made from
+    src = (ROOT / "tools" / "ch05_hopper" / "flash3_cell.cu").read_text()   # what 07_flash3.ipynb is made from
     m = compile_cell(src, "f3", only="flash3<F3<128, 1, 1, 1>>")
     return F3.flash3_launch(m["flash3<F3<128, 1, 1, 1>>"])
 

@@ -45,7 +45,7 @@ if [[ $skip != *" 3 "* ]]; then
 fi
 if [[ $skip != *" 5 "* ]]; then
   echo "== 5. scoreboard (lesson 05 fp8)" | tee -a "$log"
-  find solutions/05_hopper_blackwell course/05_hopper_blackwell -name "*.ipynb" ! -name "05_flash3_fp8.ipynb" -delete
+  find solutions/05_hopper_blackwell course/05_hopper_blackwell -name "*.ipynb" ! -name "08_flash3_fp8.ipynb" -delete
   /usr/bin/time -f "scoreboard: %e s wall" timeout "${NB_S:-240}" python3 -m grader scoreboard 05_hopper_blackwell ${NB_ARGS---in-notebook} \
     --out "$out" > "$out/scoreboard_ch05_fp8.log" 2>&1
   tail -15 "$out/scoreboard_ch05_fp8.log" | tee -a "$log"

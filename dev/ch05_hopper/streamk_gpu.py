@@ -7,7 +7,7 @@
     python dev/ch05_hopper/streamk_gpu.py diag           # where the tail's time goes: the kernel without its
                                                          # fix-up, without the wait for the count
 
-The kernels come from solutions/05_hopper_blackwell/04_schedules.ipynb (v_sk). Correctness is grader.check
+The kernels come from solutions/05_hopper_blackwell/05_schedules.ipynb (v_sk). Correctness is grader.check
 before any timing; timing is grader.measure against cuBLAS (or the unfused peers) on the same inputs in
 the same run. streamk_gpu.sh runs each step in its own process with a timeout.
 """
@@ -30,7 +30,7 @@ from grader.problems import hopper_streamk as P  # noqa: E402
 from grader.problems.gemm import Shape  # noqa: E402
 from tests.wrong import ch05_streamk as W  # noqa: E402
 
-NB = ROOT / "solutions" / "05_hopper_blackwell" / "04_schedules.ipynb"
+NB = ROOT / "solutions" / "05_hopper_blackwell" / "05_schedules.ipynb"
 WS_NB = ROOT / "solutions" / "05_hopper_blackwell" / "03_pipelines.ipynb"
 WS = "ws_gemm<Ws<128, 256, 4, 2, 8>>"
 # the other quantized shape: 18 × 8 = 144 tiles = 132 + 12, K = 8192 (the graded one is 132 + 4, K = 16384)

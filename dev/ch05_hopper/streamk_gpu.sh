@@ -4,7 +4,7 @@
 #   2. each value-caught wrong kernel of tests/wrong/ch05_streamk.py, in its own process;
 #   3. the schedules against cuBLAS at the wave-quantized shapes, 4096³ and 8192³; the fused epilogue
 #      against its unfused peers (time);
-#   4. lesson 04_schedules through the judge (--in-notebook; the other chapter 05 lessons removed from this copy).
+#   4. lesson 05_schedules through the judge (--in-notebook; the other chapter 05 lessons removed from this copy).
 # Each step has its own timeout (CHECK_S, WRONG_S, TIME_S, NB_S); SKIP="2 4" skips steps 2 and 4; DIAG=1 adds
 # step 3b, the diagnostic variants (streamk_gpu.py diag, DIAG_S); SK_QUICK=1 checks and times less (a short
 # device budget; the judge in step 4 checks every size); WRONG_P: wrong kernels in parallel (2).
@@ -38,9 +38,9 @@ if [[ " ${DIAG:-} " == *" 1 "* ]]; then
   timeout "${DIAG_S:-80}" python3 $py diag 2>&1 | grep -E "DIAG|Error|rror:" | tee -a "$log"
 fi
 if [[ $skip != *" 4 "* ]]; then
-  echo "== 4. scoreboard (lesson 04_schedules)" | tee -a "$log"
+  echo "== 4. scoreboard (lesson 05_schedules)" | tee -a "$log"
   for f in solutions/05_hopper_blackwell/*.ipynb; do
-    [[ $(basename "$f") == 04_schedules.ipynb ]] || rm -f "$f" "course/05_hopper_blackwell/$(basename "$f")"
+    [[ $(basename "$f") == 05_schedules.ipynb ]] || rm -f "$f" "course/05_hopper_blackwell/$(basename "$f")"
   done
   /usr/bin/time -f "scoreboard: %e s wall" timeout "${NB_S:-90}" python3 -m grader scoreboard 05_hopper_blackwell \
     --in-notebook --out "$out" > "$out/scoreboard_ch05.log" 2>&1

@@ -18,7 +18,7 @@ import numpy as np
 from tests.wrong.ch05_hopper import cpp_variant  # noqa: F401  (the same text-replacement helper)
 
 CHAPTER = "05_hopper_blackwell"
-NOTEBOOK = "06_blackwell.ipynb"
+NOTEBOOK = "09_blackwell.ipynb"
 GEMM_CELL, SCALED_CELL, EXP2_CELL = "v_umma", "v_scaled", "v_exp2_cu"
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from tests.wrong.ch05_hopper import cpp_variant  # noqa: F401  (one implementation of the text edit)
 
 CHAPTER = "05_hopper_blackwell"
-NOTEBOOK, CELL, RUBRIC, KERNEL = "05_flash3.ipynb", "v_flash3", "test_flash3_sass", "flash3<F3<128, 1, 1, 1>>"
+NOTEBOOK, CELL, RUBRIC, KERNEL = "07_flash3.ipynb", "v_flash3", "test_flash3_sass", "flash3<F3<128, 1, 1, 1>>"
 
 FLASH3_MISTAKES = {
     # each consumer hands the turn to itself: consumer 1 waits on turn[1] for ever

@@ -1,4 +1,4 @@
-"""Lesson 05.05, FP8 part (05_flash3_fp8): wrong kernels its checks must catch (tests/test_ch05_flash3_fp8.py).
+"""Lesson 05.05, FP8 part (08_flash3_fp8): wrong kernels its checks must catch (tests/test_ch05_flash3_fp8.py).
 
 The FP8 attention cell with one mistake each (text replaced, as tests/wrong/ch05_hopper.py does). They
 compile anywhere and pass the SASS rubric (QGMMA is there either way); a Hopper GPU catches them, each
@@ -22,7 +22,7 @@ from __future__ import annotations
 from tests.wrong.ch05_hopper import cpp_variant  # noqa: F401  (one implementation of the text edit)
 
 CHAPTER = "05_hopper_blackwell"
-NOTEBOOK, CELL, RUBRIC, KERNEL = "05_flash3_fp8.ipynb", "v_flash3_fp8", "test_flash3_fp8_sass", "flash3_fp8<F8<0, 1, 1>>"
+NOTEBOOK, CELL, RUBRIC, KERNEL = "08_flash3_fp8.ipynb", "v_flash3_fp8", "test_flash3_fp8_sass", "flash3_fp8<F8<0, 1, 1>>"
 
 FP8_MISTAKES = {
     "v_descale_not_applied": [("f[r] = lr > 0.f ? v_scale / lr : 0.f;", "f[r] = lr > 0.f ? 1.f / lr : 0.f;")],

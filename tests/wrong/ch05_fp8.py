@@ -22,7 +22,7 @@ from __future__ import annotations
 from tests.wrong.ch05_hopper import cpp_variant  # noqa: F401  (one implementation of the text edit)
 
 CHAPTER = "05_hopper_blackwell"
-NOTEBOOK, CELL, RUBRIC, KERNEL = "04_fp8.ipynb", "v_fp8", "test_fp8_sass", "fp8_gemm<Fp8<128, 192, 4, 1, 8>>"
+NOTEBOOK, CELL, RUBRIC, KERNEL = "06_fp8_gemm.ipynb", "v_fp8", "test_fp8_sass", "fp8_gemm<Fp8<128, 192, 4, 1, 8>>"
 
 FP8_MISTAKES = {
     "per_tensor_scales": [("lo = sa_s[slot][r_lo];", "lo = sa_s[slot][0];"),

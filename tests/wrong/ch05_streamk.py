@@ -20,7 +20,7 @@ from __future__ import annotations
 from tests.wrong.ch05_hopper import cpp_variant  # noqa: F401  (one implementation of the text edit)
 
 CHAPTER = "05_hopper_blackwell"
-NOTEBOOK, CELL, RUBRIC = "04_schedules.ipynb", "v_sk", "test_sk_sass"
+NOTEBOOK, CELL, RUBRIC = "05_schedules.ipynb", "v_sk", "test_sk_sass"
 KERNEL, FUSED = "sk_gemm<Sk<128, 256, 4, 8, Plain>>", "sk_gemm<Sk<128, 256, 4, 8, BiasGelu>>"
 
 STREAMK_MISTAKES = {
