@@ -39,8 +39,14 @@ _integrity.snapshot()        # before any learner code: what checking and timing
 cuda.register_magic()        # %%cuda NAME cells; does nothing outside IPython
 
 
-def mode() -> str:
-    """One line saying where kernels run, for the first cell of every lesson."""
+def mode(compiled: bool = False) -> str:
+    """One line saying where kernels run, for the first cell of every lesson (``compiled``: a lesson
+    whose kernels are ``%%cuda`` cells, which the simulator cannot run)."""
+    if SIMULATOR and compiled:
+        from .cuda.toolchain import default_arch
+
+        return (f"No GPU: the %%cuda cells compile for {default_arch()} and their machine code (SASS) is "
+                "graded; their correctness and speed cells need a GPU and say so.")
     if SIMULATOR:
         return ("No GPU: kernels run in Numba's CUDA simulator (small sizes, correctness only; "
                 "speed cells are not graded).")

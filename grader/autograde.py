@@ -70,7 +70,26 @@ def release(root: Path | None = None, chapters: list[str] | None = None) -> list
         if r.returncode != 0:
             raise RuntimeError(f"nbgrader generate_assignment {ch} failed:\n{r.stdout}\n{r.stderr}")
         written += sorted((root / "course" / ch).glob("*.ipynb"))
+    written += release_readables(root)
     return written
+
+
+def release_readables(root: Path) -> list[Path]:
+    """Copies a learner's lab (opened on course/) can open: the headers the compiled cells include
+    (course/include/) and the glossary (course/GLOSSARY.md). Generated like the notebooks."""
+    out, include = [], root / "course" / "include"
+    include.mkdir(parents=True, exist_ok=True)
+    for header in sorted((PACKAGE / "include").glob("*.cuh")):
+        target = include / header.name
+        target.write_text(f"// generated from grader/include/{header.name} by `python -m grader release`: "
+                          "read it here, edit it there\n" + header.read_text())
+        out.append(target)
+    glossary = PACKAGE.parent / "docs" / "GLOSSARY.md"
+    if glossary.is_file():
+        target = root / "course" / "GLOSSARY.md"
+        target.write_text(glossary.read_text())
+        out.append(target)
+    return out
 
 
 def make_scratch_course(chapter: str, where: Path, root: Path | None = None, lessons: list[str] | None = None) -> Path:
