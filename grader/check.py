@@ -56,6 +56,8 @@ def explain(exc: BaseException) -> str:
     if isinstance(exc, LibraryCall):
         return f"refused: {exc}"
     if isinstance(exc, NotImplementedError):
+        if str(exc):                    # e.g. grader.cuda.module.StubLaunch: it says which cell
+            return f"not implemented yet: {exc}"
         return "not implemented yet: replace `raise NotImplementedError()` with your code."
     if isinstance(exc, KernelTimeout):
         return str(exc)

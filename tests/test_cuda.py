@@ -594,3 +594,16 @@ def test_a_macro_parameter_list_is_left_to_the_driver():
     sigs = parse_kernel_signatures(src)
     assert "k" not in sigs
     assert [p.name for p in sigs["j"]] == ["a", "n"]
+
+
+def test_a_kernel_of_a_cell_that_holds_the_stub_is_never_launched():
+    """An untouched compiled exercise: launching any of its kernels is refused before the driver is
+    asked for anything, and the check's message is the one-line "not implemented yet"."""
+    from grader.check import explain
+    from grader.cuda.module import StubLaunch
+
+    mod = cc.compile_cuda(NAIVE.replace("float acc = 0.f;", "float acc = 0.f;\n    // YOUR CODE HERE"), name="stubbed")
+    kernel = mod[mod.kernel_names[0]]
+    with pytest.raises(StubLaunch) as caught:
+        kernel(grid=1, block=32)
+    assert explain(caught.value).startswith("not implemented yet: the cell `%%cuda stubbed` still holds")

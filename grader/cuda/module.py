@@ -301,6 +301,7 @@ class CudaKernel:
             raise LaunchError(f"launch {self.name} with grid= and block= (or {self.name}[grid, block](...))")
         from cuda.core import LaunchConfig, launch
 
+        refuse_stub(self.module)
         kernel = self._get()
         kargs = self.prepare_args(args)
         shared = int(shared or 0)
@@ -328,6 +329,19 @@ class CudaKernel:
         from .driver_launch import max_active_clusters
 
         return max_active_clusters(self, cluster, block, shared)
+
+
+class StubLaunch(NotImplementedError):
+    """A kernel of a cell that still holds the exercise's stub was launched: it is refused, never run
+    (a half-written kernel can hang or take the GPU's context down for every later cell)."""
+
+
+def refuse_stub(module) -> None:
+    from .sass import STUB
+
+    if STUB in (getattr(module, "source", "") or ""):
+        raise StubLaunch(f"the cell `%%cuda {module.name}` still holds `{STUB}`: write the kernel's missing part "
+                         "there and run the cell again (its kernels are not launched until then).")
 
 
 def _converter(p: Param, label: str):
