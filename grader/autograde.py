@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
 import shutil
 import subprocess
 import sys
@@ -139,40 +140,31 @@ def find_lesson(notebook: Path, root: Path | None = None) -> tuple[str, str]:
 
 def grade_lesson(source_nb: Path, release_nb: Path, submission: Path | None, sandbox, *, feedback: bool,
                  gpu: bool | None = None, env: dict | None = None, records: list | None = None,
-                 time_in_notebook: bool = False):
+                 time_in_notebook: bool = False, shortcut: bool = True, progress=None):
     """(NotebookGrade, the executed notebook with the judge's verdicts) for one lesson.
 
-    ``records``: a list that receives what the executed notebook recorded (closing plots; with
-    ``time_in_notebook``, its own speed cells too, timed in the learner's process beside the judge's)."""
+    The runner's one execution of the notebook gives both the verdicts' definitions and the
+    feedback's outputs (``feedback=False``: the feedback notebook keeps no outputs). ``records``: a
+    list that receives what the executed notebook recorded (closing plots; with
+    ``time_in_notebook``, its own speed cells too, timed in the learner's process beside the
+    judge's) — for the course's own reference notebooks only."""
     from .judge import feedback as fb
     from .judge.judge import grade
     from .judge.sandbox import SCRATCH
 
-    with tempfile.TemporaryDirectory(prefix="grade-") as tmp:
-        result = grade(source_nb, release_nb, submission, sandbox, gpu=gpu, work=Path(tmp), env=env)
-        nb = fb.feedback_notebook(release_nb, result.plan, keep_tests=time_in_notebook)
-        if feedback:
-            from .backend import SIMULATOR
-
-            extra = dict(env or {})
-            if records is not None:
-                extra["GRADER_RECORD"] = f"{SCRATCH}/feedback/records.jsonl"
-            if time_in_notebook:
-                extra["GRADER_JUDGED"] = "0"
-            mark = time.monotonic()
-            executed, note = fb.run(nb, sandbox, Path(tmp), gpu=(not SIMULATOR) if gpu is None else gpu, env=extra)
-            result.timings["feedback"] = time.monotonic() - mark
-            nb = executed or nb
-            if note:
-                result.notes.append(note)
-            rec = Path(tmp) / "feedback" / "records.jsonl"
-            if records is not None and rec.is_file():
-                for line in rec.read_text().splitlines():
-                    try:
-                        records.append(json.loads(line))
-                    except ValueError:
-                        continue
-        return result, fb.merge(nb, release_nb, result, result.notes)
+    extra = dict(env or {})
+    if records is not None:
+        extra["GRADER_RECORD"] = f"{SCRATCH}/records.jsonl"
+    if time_in_notebook:
+        extra.update({"GRADER_JUDGED": "0", "GRADER_RUNNER": "0"})
+    result = grade(source_nb, release_nb, submission, sandbox, gpu=gpu, env=extra, run_tests=time_in_notebook,
+                   shortcut=shortcut, progress=progress)
+    outputs, skipped, recorded = fb.clean_outputs(result.outputs) if feedback else ({}, [], [])
+    result.outputs = None
+    if records is not None:
+        records += recorded
+    nb = fb.feedback_notebook(release_nb, result.plan, outputs, skipped)
+    return result, fb.merge(nb, release_nb, result, result.notes)
 
 
 def _cells(result) -> list[CellGrade]:
@@ -183,9 +175,13 @@ def grade_notebook(notebook: Path, sandbox=None, feedback: bool = False) -> Grad
     """Grade one learner notebook as the instructor's autograde would (``python -m grader grade``)."""
     from .judge.sandbox import choose
 
-    notebook = notebook.resolve()
+    from .judge.sandbox import hide
+
+    notebook = notebook.absolute()
     chapter, name = find_lesson(notebook)
     root = repo_root()
+    hide(root)
+    hide(notebook.parent.resolve())
     result, _ = grade_lesson(root / "solutions" / chapter / name, root / "course" / chapter / name, notebook,
                              sandbox or choose(), feedback=feedback)
     return Graded(student="you", cells=_cells(result), notes=[f"{name}: {n}" for n in result.notes],
@@ -198,8 +194,8 @@ class StudentJob:
     on this machine or on any node of a cluster (no shared folder needed).
 
     ``lessons`` maps each lesson's file name to its (source, release) notebooks; ``submitted`` maps a
-    handed-in lesson to its bytes, or to its size when it is over the plan's limit (the worker makes a
-    file of that size, which the plan refuses as it would the original). ``limits`` are the host's
+    handed-in lesson to its bytes, or to why it was refused before anything read it (a symbolic link,
+    not a regular file, over the size limit: grader.judge.plan.read_submission). ``limits`` are the host's
     ``$GRADER_JUDGE_*`` deadlines, applied in the worker. ``key`` is the content hash (grader.ledger)."""
     student: str
     assignment: str
@@ -210,6 +206,7 @@ class StudentJob:
     limits: dict = field(default_factory=dict)
     sandbox: object = None          # a sandbox object, or its name ("bwrap", "none"; None: the worker chooses)
     key: str = ""
+    hidden: list = field(default_factory=list)    # course folders no sandbox may see (grader.judge.sandbox.hide)
 
 
 @dataclass
@@ -230,7 +227,7 @@ def collect(course: Path, assignment: str, students: list[str] | None = None, *,
             env: dict | None = None, sandbox=None) -> tuple[object, list[StudentJob]]:
     """(nbgrader's CourseDirectory, one StudentJob per collected submission of ``assignment``)."""
     from .judge.gradebook import course_directory
-    from .judge.plan import MAX_BYTES
+    from .judge.plan import MAX_BYTES, Unreadable, read_submission
     from .ledger import content_key
 
     cd = course_directory(course)
@@ -241,32 +238,58 @@ def collect(course: Path, assignment: str, students: list[str] | None = None, *,
     submitted_root = Path(cd.format_path(cd.submitted_directory, "*", assignment)).parent.parent
     found = sorted(p.name for p in submitted_root.iterdir() if (p / assignment).is_dir()) if submitted_root.is_dir() else []
     limits = {k: v for k, v in os.environ.items() if k.startswith("GRADER_JUDGE_")}
+    limits["GRADER_RUN_SECRET"] = secrets.token_hex(32)   # this run's seeds: the same hidden cases for every student
     jobs = []
     for student in (students or found):
         folder = Path(cd.format_path(cd.submitted_directory, student, assignment))
         submitted = {}
+        linked = _linked_component(folder, submitted_root)
         for name in lessons:
             sub = folder / name
-            if sub.is_file():
-                size = sub.stat().st_size
-                submitted[name] = sub.read_bytes() if size <= MAX_BYTES else size
-        job = StudentJob(student, assignment, lessons, submitted, feedback, dict(env or {}), limits, sandbox)
+            if linked:
+                if os.path.lexists(sub):
+                    submitted[name] = f"its folder {linked} is a symbolic link: only files inside the student's own folder are graded"
+                continue
+            if not os.path.lexists(sub):
+                continue
+            try:
+                submitted[name] = read_submission(sub, MAX_BYTES)
+            except Unreadable as exc:
+                submitted[name] = str(exc)
+        job = StudentJob(student, assignment, lessons, submitted, feedback, dict(env or {}), limits, sandbox,
+                         hidden=[str(Path(course).resolve())])
         job.key = content_key(job)
         jobs.append(job)
     return cd, jobs
 
 
-def grade_student(job: StudentJob) -> StudentResult:
+def _linked_component(folder: Path, top: Path) -> str:
+    """The first component of ``folder`` below ``top`` that is a symbolic link ("" if none)."""
+    try:
+        rel = folder.relative_to(top)
+    except ValueError:
+        return str(folder)
+    here = top
+    for part in rel.parts:
+        here = here / part
+        if here.is_symlink():
+            return str(here.relative_to(top))
+    return ""
+
+
+def grade_student(job: StudentJob, progress=None) -> StudentResult:
     """Grade one student's submission (every lesson of the assignment) through the sandbox and the
     judge, and return the grades; writes nothing outside a temporary folder. The one unit of work of
     both ``autograde_assignment`` (here, one after another) and grader.cluster (a Dask task)."""
     import socket
 
     from .backend import SIMULATOR
-    from .judge.sandbox import choose
+    from .judge.sandbox import choose, hide
     from .ledger import grader_digest
     from .record import collecting
 
+    for folder in job.hidden:
+        hide(folder)
     sandbox = job.sandbox if job.sandbox is not None and not isinstance(job.sandbox, str) else choose(job.sandbox)
     saved = {k: os.environ.get(k) for k in job.limits}
     os.environ.update(job.limits)                  # the host's deadlines bound this worker's judge
@@ -278,21 +301,25 @@ def grade_student(job: StudentJob) -> StudentResult:
                 for part, data in (("source", source), ("release", release)):
                     (folder / part).mkdir(parents=True)
                     (folder / part / name).write_bytes(data)
-                sub = None
-                if name in job.submitted:
-                    (folder / "submitted").mkdir()
-                    sub = folder / "submitted" / name
-                    got = job.submitted[name]
-                    if isinstance(got, int):                # over the plan's limit: a file of its size
-                        with open(sub, "wb") as f:
-                            f.truncate(got)
-                    else:
-                        sub.write_bytes(got)
+                sub, got = None, job.submitted.get(name)
                 with collecting() as rows:             # what this process's judge records, nothing else
-                    result, nb = grade_lesson(folder / "source" / name, folder / "release" / name, sub, sandbox,
-                                              feedback=job.feedback, env=job.env)
+                    if isinstance(got, str):            # refused when it was collected: say why, run nothing
+                        from .judge.judge import refused
+
+                        result = refused(folder / "source" / name, folder / "release" / name, got)
+                        nb = _refused_feedback(folder / "release" / name, result)
+                    else:
+                        if got is not None:
+                            (folder / "submitted").mkdir()
+                            sub = folder / "submitted" / name
+                            sub.write_bytes(got)
+                        if progress:
+                            progress(f"{job.student}: {name}")
+                        result, nb = grade_lesson(folder / "source" / name, folder / "release" / name, sub,
+                                                  sandbox, feedback=job.feedback, env=job.env,
+                                                  progress=(lambda line: progress(f"    {line}")) if progress else None)
                 measured.append(rows)
-                if sub is None:
+                if got is None:
                     result.notes.append("not handed in: graded as the untouched lesson")
                     for v in result.verdicts:
                         v.score, v.reason = 0.0, "the notebook was not handed in"
@@ -316,6 +343,37 @@ def grade_student(job: StudentJob) -> StudentResult:
                          f"{socket.gethostname()}:{os.getpid()}", grader_digest(), grading)
 
 
+def failed_student(job: StudentJob, why: str) -> StudentResult:
+    """A student whose grading failed: every cell of every lesson 0 with ``why`` (a row, not a gap)."""
+    from .judge.judge import refused
+    from .ledger import grader_digest
+
+    graded, results, notebooks = Graded(job.student), [], {}
+    with tempfile.TemporaryDirectory(prefix="student-") as tmp:
+        for name, (source, release) in job.lessons.items():
+            folder = Path(tmp) / Path(name).stem
+            for part, data in (("source", source), ("release", release)):
+                (folder / part).mkdir(parents=True)
+                (folder / part / name).write_bytes(data)
+            result = refused(folder / "source" / name, folder / "release" / name, why, unreadable=False)
+            result.runner_gone = why
+            notebooks[name] = _refused_feedback(folder / "release" / name, result)
+            result.plan = None
+            results.append(result)
+            graded.cells += _cells(result)
+            graded.notes += [f"{name}: {n}" for n in result.notes]
+    grading = grading_record(job.student, job.assignment, results, [[] for _ in results],
+                             handed_in=[name in job.submitted for name in job.lessons], device=None,
+                             simulator=False, sandbox=str(getattr(job.sandbox, "name", job.sandbox)))
+    return StudentResult(job.student, job.key, graded, results, notebooks, "", "", grader_digest(), grading)
+
+
+def _refused_feedback(release_nb: Path, result) -> dict:
+    from .judge import feedback as fb
+
+    return fb.merge(fb.feedback_notebook(release_nb, result.plan), release_nb, result, result.notes)
+
+
 def device_name() -> str:
     """The GPU this process grades on (CUDA_VISIBLE_DEVICES pins it), or the simulator."""
     from .backend import SIMULATOR
@@ -330,7 +388,7 @@ def device_name() -> str:
 
 def autograde_assignment(course: Path, assignment: str, students: list[str] | None = None, sandbox=None,
                          feedback: bool = True, env: dict | None = None, on_result=None,
-                         force: bool = False) -> dict[str, Graded]:
+                         force: bool = False, progress=None) -> dict[str, Graded]:
     """Grade every collected submission of ``assignment`` in the nbgrader course at ``course``, one
     after another in this process, and write the gradebook (one writer: this process). A notebook a
     student did not hand in scores 0. A submission whose content key (grader.ledger) is the one
@@ -340,15 +398,30 @@ def autograde_assignment(course: Path, assignment: str, students: list[str] | No
 
     cd, jobs = collect(course, assignment, students, feedback=feedback, env=env, sandbox=sandbox or choose())
     out = {}
-    for job in jobs:
-        if not force and not needs_grading(cd, job):
-            continue
-        result = grade_student(job)
+    todo = [job for job in jobs if force or needs_grading(cd, job)]
+    if progress and len(todo) < len(jobs):
+        progress(f"{len(jobs) - len(todo)} submission(s) unchanged since their last grading: not graded again")
+    start = time.monotonic()
+    for k, job in enumerate(todo):
+        if progress:
+            progress(f"[{k + 1}/{len(todo)}] {job.student}{eta(start, k, len(todo))}")
+        try:
+            result = grade_student(job, progress=progress)
+        except Exception as exc:              # one student's failure is that student's row, never the batch's
+            result = failed_student(job, f"grading failed: {type(exc).__name__}: {str(exc)[:300]}")
         record(cd, assignment, result)
         out[job.student] = result.graded
         if on_result:
             on_result(result.graded)
     return out
+
+
+def eta(start: float, done: int, total: int, workers: int = 1) -> str:
+    """", about N min left" once something is done (the mean time so far, over the workers)."""
+    if done <= 0 or done >= total:
+        return ""
+    left = (time.monotonic() - start) / done * (total - done)
+    return f"  (about {left / 60:.0f} min left)" if left >= 90 else f"  (about {left:.0f} s left)"
 
 
 GRADING_FORMAT = 1

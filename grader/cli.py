@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
 
         results = autograde_assignment(args.course.resolve(), args.assignment, students=args.student,
                                        sandbox=choose(args.sandbox), feedback=not args.no_feedback, on_result=show,
-                                       force=args.force)
+                                       force=args.force, progress=lambda line: print(line, flush=True))
         for student, graded in results.items():
             print(f"\n== {student}\n{format_table(graded.cells, graded.notes)}")
         return 0

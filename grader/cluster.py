@@ -70,6 +70,7 @@ class ClassRun:
     attempts: dict = field(default_factory=dict)     # student -> times the host recorded it (1)
     seconds: float = 0.0
     interrupted: bool = False
+    started: float = 0.0                              # when the first task was submitted (for the estimate)
 
 
 def _client(cluster, n_workers):
@@ -109,6 +110,7 @@ def grade_class(course: Path, assignment: str, students: list[str] | None = None
         return run
     client, own, close = _client(cluster, n_workers)
     futures = {}
+    run.started = time.monotonic()
     try:
         workers = client.scheduler_info().get("workers", {})
         out(f"grading {len(todo)} submission(s) of {assignment} on {len(workers)} Dask worker(s) at "
@@ -172,7 +174,11 @@ def _line(client, futures, run, student, what) -> str:
     per = [f"{names.get(a, a)}: {', '.join(keys.get(k, '?') for k in ks) or 'idle'}"
            for a, ks in sorted(processing.items())]
     running = sum(len(ks) for ks in processing.values())       # running, or queued on a worker behind one
+    from .autograde import eta
+
     head = f"[done {done}/{len(futures)} · running {running} · failed {len(run.failed)}]"
+    if getattr(run, "started", None):
+        head += eta(run.started, done + len(run.failed), len(futures))
     return f"{head} {student}: {what}" + (f"   ({'; '.join(per)})" if per else "")
 
 

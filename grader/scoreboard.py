@@ -71,9 +71,14 @@ def run(chapters: list[str] | None = None, out_dir: Path | None = None, note: st
             rec = Path(tmp) / f"{ch}.jsonl"
             os.environ["GRADER_RECORD"] = str(rec)              # the judge (this process) records here
             cells, records, seconds = [], [], []
-            for nb in sorted((root / "solutions" / ch).glob("*.ipynb")):
+            notebooks = sorted((root / "solutions" / ch).glob("*.ipynb"))
+            for k, nb in enumerate(notebooks):
+                print(f"{ch} [{k + 1}/{len(notebooks)}] {nb.name}", flush=True)
                 result, _ = grade_lesson(nb, root / "course" / ch / nb.name, nb, box, feedback=True,
-                                         records=records, time_in_notebook=in_notebook)
+                                         records=records, time_in_notebook=in_notebook,
+                                         progress=lambda line: print(f"    {line}", flush=True))
+                print(f"    {result.seconds:.1f} s: " + ", ".join(f"{k} {v:.1f}" for k, v in result.timings.items()),
+                      flush=True)
                 cells += [CellGrade(nb.name, v.grade_id, v.score, v.max_score, v.reason) for v in result.verdicts]
                 seconds.append({"notebook": nb.name, **{k: round(v, 2) for k, v in result.timings.items()}})
             os.environ.pop("GRADER_RECORD", None)

@@ -11,8 +11,10 @@ size earns nothing), poisons the outputs before every timed repetition, checks t
 prints the fraction of the peer and the points it is worth (grader.score).
 
 In a notebook these are feedback: points come from the judge (grader.judge.verbs times the graded
-cells itself). Inside the judge's runner (``GRADER_RUNNER=1``) nothing is timed; in the graded
-feedback run (``GRADER_JUDGED=1``) the speed cells say the judge times them.
+cells itself). Inside the judge's runner (``GRADER_RUNNER=1``), which executes the notebook once for
+both the grade and the learner's feedback, the graded speed cells say the judge times them, and the
+demonstrations (measure, ladders, sweeps) are timed with a short budget each (``DEMO_BUDGET_S``):
+their figures are feedback, and grading should cost little more than the graded kernels.
 """
 from __future__ import annotations
 
@@ -33,8 +35,10 @@ from .record import record
 from .score import speed_points
 
 _NAMED_PEERS = {"copy": peers.copy, "read": peers.read_stream}
-RUNNER = os.environ.get("GRADER_RUNNER") == "1"        # the judge's sandboxed runner: no demonstrations timed
-JUDGED = os.environ.get("GRADER_JUDGED") == "1"        # the graded feedback run: the judge times speed cells
+RUNNER = os.environ.get("GRADER_RUNNER") == "1"        # the judge's sandboxed runner: demonstrations timed briefly
+JUDGED = os.environ.get("GRADER_JUDGED") == "1"        # the graded run: the judge times speed cells
+DEMO_BUDGET_S = float(os.environ.get("GRADER_DEMO_BUDGET_S", "0.3"))   # a demonstration's timing, in the runner
+_demo_case: dict = {}          # the last demonstration's TimedCase, (problem, size) -> case: versions share it
 
 
 def _peer(peer, problem: Problem | None):
@@ -58,9 +62,11 @@ def timed(fn, *, label: str, work: dict, peer=None, peer_inputs: dict | None = N
     ``timer``: grader.timing's EventTimer with its adaptive head start unless a dev/ study passes
     another (the graded cells never do)."""
     m = Measurement(label=label, bytes=work.get("bytes"), flops=work.get("flops"))
-    if SIMULATOR or RUNNER:
-        m.note = "no GPU" if SIMULATOR else "not timed while grading"
+    if SIMULATOR:
+        m.note = "no GPU"
         return m
+    if RUNNER:
+        budget_s = min(budget_s, DEMO_BUDGET_S)
     m.device = _device_name()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -132,9 +138,19 @@ def measure(launch, problem: Problem, label: str | None = None, *, size=None, pe
     size = problem.bench_size if size is None else size
     if SIMULATOR or not_here(problem):
         return Measurement(label=label)
-    case = TimedCase(problem, size)
+    case = demo_case(problem, size)
     return timed(lambda: launch(*case.args), label=label, work=problem.work(size), peer=_peer(peer, problem),
                  peer_inputs=case.dev_in, size=size, budget_s=budget_s)
+
+
+def demo_case(problem: Problem, size) -> "TimedCase":
+    """The inputs a demonstration times on: one case kept (the last problem and size), so the
+    versions of a ladder share one upload instead of making the inputs once each."""
+    key = (id(problem), repr(size))
+    if key not in _demo_case:
+        _demo_case.clear()                          # one at a time: a small GPU holds one large case
+        _demo_case[key] = TimedCase(problem, size)
+    return _demo_case[key]
 
 
 def speed(launch, problem: Problem, points: float, *, target: float | None = None, floor: float | None = None,
@@ -203,7 +219,7 @@ def sweep(launch, problem: Problem, sizes: list, budget_s: float = 0.5) -> list:
         return []
     rows = []
     for size in sizes:
-        case = TimedCase(problem, size)
+        case = demo_case(problem, size)
         m = timed(lambda: launch(*case.args), label=problem.name, work=problem.work(size), budget_s=budget_s)
         rows.append((size, m.value))
     return rows
@@ -225,8 +241,6 @@ def sweep_plot(launch, problem: Problem, sizes: list, title: str = ""):
     it draws what the course's reference measured (results/scoreboard.json), saying so."""
     from . import plot
 
-    if RUNNER:
-        return None
     if not SIMULATOR:
         rows = sweep(launch, problem, sizes)
         label, ceiling = peers.ceiling("copy")
@@ -246,8 +260,6 @@ def ladder_plot(versions: dict, problem: Problem, title: str = "", size=None, ex
     ``peer``), timed now on a GPU and recorded for the scoreboard. ``versions``: label -> launch
     function, or label -> a Measurement taken earlier in the lesson. ``extra``: (label, fraction)
     rows measured elsewhere. Without a GPU: the reference solution's recorded ladder."""
-    if RUNNER:
-        return None
     return _ladder_plot(versions, problem, title, size, extra, peer)
 
 

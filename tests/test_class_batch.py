@@ -118,3 +118,45 @@ def test_a_class_batch_grades_honest_students_as_alone_and_contains_the_attacker
     printed = "".join("".join(o.get("text", "")) for c in executed["cells"] for o in c.get("outputs", []))
     assert "refused" in printed and "WROTE" not in printed
     shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+def test_a_forged_frame_and_a_linked_submission_cost_only_their_own_rows(tmp_path, limits):
+    """A class run by the command line with two honest students, one whose cell forges a reply on
+    the runner's pipe, and one whose handed-in notebook is a symbolic link to the solutions: every
+    student has a row, the honest ones exactly their points alone, the run exits 0."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.corpus import forged_frame
+
+    env = {"GRADER_SIM_TIMEOUT": "20"}
+    alone = {}
+    solo = make_scratch_course(CH, tmp_path / "solo")
+    for student, source in (("honest-a", KERNEL), ("honest-b", HONEST_B)):
+        submit(solo, student, source)
+    autograde_assignment(solo, CH, feedback=False, env=env)
+    alone = {s: scores(solo, s) for s in ("honest-a", "honest-b")}
+
+    course = make_scratch_course(CH, tmp_path / "class")
+    submit(course, "a-forger", forged_frame.SOURCE)
+    submit(course, "honest-a", KERNEL)
+    link = course / "submitted" / "b-linker" / CH
+    link.mkdir(parents=True)
+    (link / LESSON).symlink_to(course / "solutions" / CH / LESSON)
+    submit(course, "honest-b", HONEST_B)
+    run_env = {**os.environ, **env, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-m", "grader", "autograde", CH, "--course", str(course), "--no-feedback"],
+                          cwd=tmp_path, env=run_env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    for student in ("honest-a", "honest-b"):
+        assert scores(course, student) == alone[student], student
+    for student, why in (("a-forger", "malformed"), ("b-linker", "symbolic link")):
+        rows = scores(course, student)
+        assert rows and all(score == 0 for score, _ in rows.values()), (student, rows)
+        import json
+
+        grading = json.loads((course / "autograded" / student / CH / "grading.json").read_text())
+        reasons = [c["reason"] for nb in grading["notebooks"] for c in nb["cells"]]
+        assert reasons and all(why in r for r in reasons), (student, reasons)
+    shutil.rmtree(tmp_path, ignore_errors=True)

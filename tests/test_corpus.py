@@ -7,7 +7,10 @@ cases end quickly; a real grade uses the defaults (grader/judge/remote.py).
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -31,6 +34,9 @@ def make_submission(case, where: Path) -> Path:
     """The submission a case describes, written as the lesson's file name under ``where``."""
     where.mkdir(parents=True)
     out = where / LESSON.name
+    if hasattr(case, "LINK_TO"):
+        out.symlink_to(case.LINK_TO)
+        return out
     for rel, text in getattr(case, "FILES", {}).items():
         (where / rel).parent.mkdir(parents=True, exist_ok=True)
         (where / rel).write_text(text)
@@ -71,8 +77,29 @@ def shard(cases: dict) -> dict:
 
 def grade_case(name, case, tmp: Path, on_gpu: bool):
     sub = make_submission(case, tmp / name)
-    result, _ = grade_lesson(LESSON, RELEASE, sub, choose(), feedback=False, env=GPU_ENV if on_gpu else SIM_ENV)
+    result, nb = grade_lesson(LESSON, RELEASE, sub, choose(), feedback=getattr(case, "FEEDBACK", False),
+                              env=GPU_ENV if on_gpu else SIM_ENV)
+    assert "BEGIN HIDDEN TESTS" not in json.dumps(nb), f"{name}: the hidden tests reached its feedback"
     return result
+
+
+def host_fingerprint() -> dict:
+    """What a sandbox must never change on the host: every file of the course checkout (content) and
+    of the Python environment's package folders (size and time; compiled caches left out)."""
+    out = {}
+    for top in ("solutions", "course", "grader", "tests", "results", "nbgrader_config.py"):
+        path = ROOT / top
+        files = [path] if path.is_file() else sorted(path.rglob("*"))
+        for f in files:
+            if f.is_file() and "__pycache__" not in f.parts and ".ipynb_checkpoints" not in f.parts:
+                out[str(f)] = hashlib.sha256(f.read_bytes()).hexdigest()
+    for site_dir in {p for p in sys.path if p.endswith("site-packages")}:
+        for dirpath, dirnames, filenames in os.walk(site_dir):
+            dirnames[:] = [d for d in dirnames if d != "__pycache__"]
+            for fn in filenames:
+                st = os.lstat(os.path.join(dirpath, fn))
+                out[os.path.join(dirpath, fn)] = (st.st_size, st.st_mtime_ns)
+    return out
 
 
 def compare(name, case, result, on_gpu: bool) -> list[str]:
@@ -97,9 +124,13 @@ def _run(tmp_path, monkeypatch, on_gpu: bool, workers: int):
     for k, v in HOST_LIMITS.items():
         monkeypatch.setenv(k, v)
     cases = shard({n: c for n, c in corpus.cases().items() if expected(c, on_gpu) is not None})
+    before = host_fingerprint()
     with ThreadPoolExecutor(workers) as pool:          # each case is its own sandbox
         results = dict(zip(cases, pool.map(lambda n: grade_case(n, cases[n], tmp_path, on_gpu), cases)))
     problems = [p for n in cases for p in compare(n, cases[n], results[n], on_gpu)]
+    after = host_fingerprint()
+    changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+    assert not changed, f"the host's files changed while the corpus was graded: {changed[:20]}"
     assert not problems, "\n".join(problems)
 
 

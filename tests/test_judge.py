@@ -31,7 +31,7 @@ def test_a_round_trip_keeps_arrays_and_values():
     a = np.arange(6, dtype=np.uint16).reshape(2, 3)
     protocol.send(buf, {"op": "x", "v": protocol.encode_value([(1, 2), {"k": 3.5}])}, {"a": a}, objects={"size": (4, 5)})
     buf.seek(0)
-    head, arrays = protocol.recv(buf, allow_pickle=True)
+    head, arrays = protocol.recv(buf, allow_pickle=True, limits=protocol.TRUSTED)
     assert np.array_equal(arrays["a"], a) and head["objects"] == {"size": (4, 5)}
     assert protocol.decode_value(head["v"]) == [(1, 2), {"k": 3.5}]
 
@@ -43,9 +43,13 @@ def test_the_judge_never_unpickles_or_trusts_what_the_runner_sends():
     with pytest.raises(protocol.ProtocolError, match="dtype"):
         protocol.recv(_frames({"arrays": [{"name": "a", "dtype": "object", "shape": [1]}]}, b"x" * 8))
     with pytest.raises(protocol.ProtocolError, match="bytes for shape"):
-        protocol.recv(_frames({"arrays": [{"name": "a", "dtype": "float32", "shape": [4]}]}, b"x" * 8))
+        protocol.recv(_frames({"arrays": [{"name": "a", "dtype": "float32", "shape": [4]}]}, b"x" * 8),
+                      limits=protocol.Limits(arrays=64))
     with pytest.raises(protocol.ProtocolError, match="over the limit"):
         protocol.recv(io.BytesIO(struct.pack("<Q", protocol.MAX_HEADER + 1)))
+    with pytest.raises(protocol.ProtocolError, match="over the"):       # announced, refused before it is read
+        protocol.recv(_frames({"arrays": [{"name": "a", "dtype": "float32", "shape": [2**30]}]}),
+                      limits=protocol.Limits(arrays=2**20))
     with pytest.raises(protocol.ProtocolError, match="unknown encoded value"):
         protocol.decode_value({"__class__": "os.system"})
 
@@ -85,10 +89,10 @@ class FakeRemote:
         flat[:size] = inputs["a"] + inputs["b"]
         return {"out:c": flat}
 
-    def case(self, name, ref, size, seed):
+    def case(self, name, ref, size, seed, expect_bytes):
         return {"launched": True}, self._outputs(size, seed)
 
-    def time(self, name, ref, size, seed, budget_s):
+    def time(self, name, ref, size, seed, budget_s, expect_bytes):
         self.size, self.seed = size, seed
         return {"times": [self.claimed_s] * 10}, self._outputs(size, seed)
 
@@ -97,7 +101,7 @@ class FakeRemote:
             raise CheckFailed("the runner could not burst: AttributeError")
         return reps * self.kernel_s
 
-    def outputs(self):
+    def outputs(self, expect_bytes):
         return self._outputs(self.size, self.seed)
 
 

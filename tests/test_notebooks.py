@@ -33,7 +33,7 @@ def grade(ch: str, name: str, submission, **kw):
 def graded_chapter(request):
     ch = request.param
     reference = [grade(ch, nb.name, nb)[0] for nb in lessons(ch)]
-    untouched = [grade(ch, nb.name, None)[0] for nb in lessons(ch)]
+    untouched = [grade(ch, nb.name, None, shortcut=False)[0] for nb in lessons(ch)]   # the long way
     return ch, reference, untouched
 
 
@@ -49,11 +49,18 @@ def test_solutions_earn_every_correctness_point(graded_chapter):
 
 
 def test_untouched_stubs_earn_nothing(graded_chapter):
-    _, _, untouched = graded_chapter
+    """Graded the long way (built and run), an untouched release earns 0 on every graded cell: what the
+    judge's shortcut for untouched notebooks gives without building or running anything."""
+    from grader.judge.judge import UNTOUCHED
+
+    ch, _, untouched = graded_chapter
     for result in untouched:
         for v in result.verdicts:
             assert v.score == 0, f"{result.notebook}:{v.grade_id} scored {v.score} untouched"
             assert v.reason, f"{result.notebook}:{v.grade_id} lost its points without a reason"
+        quick = grade(ch, result.notebook, None)[0]
+        assert [(v.grade_id, v.score) for v in quick.verdicts] == [(v.grade_id, v.score) for v in result.verdicts]
+        assert all(v.reason == UNTOUCHED for v in quick.verdicts) and quick.seconds < 5
 
 
 LEARNER_KERNEL = """

@@ -1,80 +1,127 @@
-"""The learner's executed notebook: the graded notebook run top to bottom in a sandbox, with each
-graded cell showing the judge's verdict.
+"""The learner's executed notebook: the graded notebook with each cell's outputs from the one run the
+runner made of it, and each graded cell showing the judge's verdict.
 
-The notebook executed is the plan's (the release with the learner's answers), so what the learner
-reads is what was graded. Graded cells are not executed there (the judge ran them); their outputs
-become the judge's: what the cell printed, and an error for a failed check or a number for partial
-credit — the outputs nbgrader itself would read the same points from. Outputs are cut to
-:data:`MAX_OUTPUT` characters a cell.
+The runner executes the plan (the release with the learner's answers) top to bottom while it is
+graded, and hands over each cell's outputs on its pipe (grader.judge.runner). Those outputs come
+from the learner's process, so they are validated here like any reply: known output types only,
+text as text, images as base64 PNG or JPEG (no HTML, SVG or JavaScript, which a browser showing the
+feedback would run), every text cut to :data:`MAX_OUTPUT` characters, every image to
+:data:`MAX_IMAGE` bytes, the whole to what the pipe allowed (grader.judge.remote.NOTEBOOK_LIMITS).
 
-    python -P -s -m grader.judge.feedback IN.ipynb OUT.ipynb     (inside the sandbox)
+Graded cells were not run there (the judge ran them); their outputs become the judge's: what the
+cell printed, and an error for a failed check or a number for partial credit — the outputs nbgrader
+itself would read the same points from.
 """
 from __future__ import annotations
 
+import base64
+import binascii
 import json
-import sys
 from pathlib import Path
 
 MAX_OUTPUT = 20_000
+MAX_IMAGE = 4 * 2**20
+MAX_OUTPUTS_PER_CELL = 100
+IMAGE_MIMES = {"image/png": b"\x89PNG", "image/jpeg": b"\xff\xd8\xff"}
 PLACEHOLDER = "# graded by the judge: its verdict replaces this cell's output"
+NOT_RUN = "(not run while grading: the notebook's time for running cells was spent; its definitions were kept)"
 
 
-def feedback_notebook(release_nb: Path, plan, keep_tests: bool = False) -> dict:
-    """The release notebook (as JSON) with the plan's answer cells put in and graded cells emptied
-    (``keep_tests``: left as the release has them, to time the speed cells in the notebook too)."""
+def _text(v) -> str | None:
+    if isinstance(v, list) and all(isinstance(x, str) for x in v):
+        v = "".join(v)
+    return _cut(v) if isinstance(v, str) else None
+
+
+def _image(v, mime: str) -> str | None:
+    if not isinstance(v, str) or len(v) > MAX_IMAGE * 4 // 3 + 8:
+        return None
+    try:
+        raw = base64.b64decode(v.replace("\n", ""), validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return v if raw.startswith(IMAGE_MIMES[mime]) else None
+
+
+def clean_output(out) -> dict | None:
+    """One output from the runner as the feedback may show it, or None when it is not one."""
+    if not isinstance(out, dict):
+        return None
+    kind = out.get("output_type")
+    if kind == "stream":
+        text = _text(out.get("text"))
+        if text is None or out.get("name") not in ("stdout", "stderr"):
+            return None
+        return {"output_type": "stream", "name": out["name"], "text": text}
+    if kind in ("display_data", "execute_result"):
+        data = out.get("data")
+        if not isinstance(data, dict):
+            return None
+        clean = {}
+        if _text(data.get("text/plain")) is not None:
+            clean["text/plain"] = _text(data["text/plain"])
+        for mime in IMAGE_MIMES:
+            img = _image(data.get(mime), mime)
+            if img is not None:
+                clean[mime] = img
+        if not clean:
+            return None
+        row = {"output_type": kind, "data": clean, "metadata": {}}
+        if kind == "execute_result":
+            row["execution_count"] = None
+        return row
+    if kind == "error":
+        tb = out.get("traceback")
+        tb = [_cut(str(x)) for x in tb[:200]] if isinstance(tb, list) else []
+        ename, evalue = out.get("ename"), out.get("evalue")
+        return {"output_type": "error", "ename": str(ename)[:200] if isinstance(ename, str) else "Error",
+                "evalue": _cut(evalue) if isinstance(evalue, str) else "", "traceback": tb}
+    return None
+
+
+def clean_outputs(reply) -> tuple[dict, list, list]:
+    """(cell id -> outputs, ids of cells run only for their definitions, records) from the runner's
+    ``notebook`` reply, everything malformed dropped."""
+    cells, skipped, records = {}, [], []
+    if not isinstance(reply, dict):
+        return cells, skipped, records
+    for row in reply.get("cells", [])[:5000] if isinstance(reply.get("cells"), list) else []:
+        if isinstance(row, dict) and isinstance(row.get("id"), str) and isinstance(row.get("outputs"), list):
+            outs = [o for o in (clean_output(x) for x in row["outputs"][:MAX_OUTPUTS_PER_CELL]) if o]
+            cells[row["id"][:100]] = outs
+    if isinstance(reply.get("skipped"), list):
+        skipped = [s for s in reply["skipped"] if isinstance(s, str)][:5000]
+    if isinstance(reply.get("records"), list):
+        records = [r for r in reply["records"][:1000] if isinstance(r, dict)]
+    return cells, skipped, records
+
+
+def feedback_notebook(release_nb: Path, plan, outputs: dict | None = None, skipped: list | None = None) -> dict:
+    """The release notebook (as JSON) with the plan's answer cells put in, each run cell's outputs
+    (``outputs``: cell id -> cleaned outputs) and graded cells emptied for the judge's verdicts."""
     nb = json.loads(Path(release_nb).read_text())
     answers = {cell["id"]: cell["source"] for cell in plan.run if cell["mode"] in ("answer", "cuda")}
+    outputs, skipped = outputs or {}, set(skipped or ())
+    count = 0
     for cell in nb["cells"]:
         md = cell.get("metadata", {}).get("nbgrader", {})
         if cell.get("cell_type") != "code":
             continue
         cell["outputs"], cell["execution_count"] = [], None
-        if md.get("grade") and not keep_tests:
+        if md.get("grade"):
             cell["source"] = PLACEHOLDER
-        elif cell.get("id") in answers:
+            continue
+        if cell.get("id") in answers:
             cell["source"] = answers[cell["id"]]
+        if cell.get("id") in skipped:
+            cell["outputs"] = [{"output_type": "stream", "name": "stdout", "text": NOT_RUN + "\n"}]
+        elif cell.get("id") in outputs:
+            count += 1
+            cell["outputs"], cell["execution_count"] = list(outputs[cell["id"]]), count
+            for out in cell["outputs"]:
+                if out["output_type"] == "execute_result":
+                    out["execution_count"] = count
     return nb
-
-
-def execute(path_in: Path, path_out: Path, timeout_s: int = 600) -> None:
-    """Inside the sandbox: run every cell with nbclient, errors allowed, and write the result."""
-    import nbformat
-    from nbclient import NotebookClient
-
-    nb = nbformat.read(str(path_in), as_version=4)
-    client = NotebookClient(nb, timeout=timeout_s, allow_errors=True, kernel_name="python3",
-                            resources={"metadata": {"path": str(path_in.parent)}})
-    try:
-        client.execute()
-    finally:
-        nbformat.write(nb, str(path_out))
-
-
-def run(nb_json: dict, sandbox, scratch: Path, gpu: bool, env: dict | None = None):
-    """Host side: execute ``nb_json`` in ``sandbox``; the executed notebook (dict) or None, and a note."""
-    from .sandbox import SCRATCH, Bounded, limit, memory_default, python_executable, sandbox_env
-
-    work = scratch / "feedback"
-    work.mkdir(exist_ok=True)
-    (work / "in.ipynb").write_text(json.dumps(nb_json))
-    extra = {"GRADER_JUDGED": "1", "GRADER_PRECOMPILED": f"{SCRATCH}/modules", "JUPYTER_RUNTIME_DIR": "/tmp/jupyter",
-             **(env or {})}
-    extra = {k: v for k, v in extra.items() if not (k == "GRADER_JUDGED" and v == "0")}
-    cmd = sandbox.command([python_executable(), "-P", "-s", "-m", "grader.judge.feedback", f"{SCRATCH}/feedback/in.ipynb",
-                           f"{SCRATCH}/feedback/out.ipynb"], scratch, sandbox_env(extra), gpu=gpu)
-    box = Bounded(cmd, wall_s=limit("FEEDBACK_S", 1800), memory_bytes=memory_default(), stdin=None, stdout=None,
-                  stderr_path=work / "feedback.log")
-    box.wait()
-    out = work / "out.ipynb"
-    if not out.is_file() or out.stat().st_size > 256 * 2**20:
-        return None, f"the executed notebook could not be produced ({box.why or 'no output'})"
-    try:
-        nb = json.loads(out.read_text())
-        assert isinstance(nb, dict) and isinstance(nb.get("cells"), list)
-    except (ValueError, AssertionError, UnicodeDecodeError):
-        return None, "the executed notebook was unreadable"
-    note = f"the notebook's run was stopped: {box.why}" if box.why else ""
-    return nb, note
 
 
 def _cut(text: str) -> str:
@@ -83,7 +130,7 @@ def _cut(text: str) -> str:
 
 def merge(nb: dict, release_nb: Path, grade, notes: list) -> dict:
     """``nb`` with nbgrader's metadata and sources of the release restored on every graded cell, each
-    graded cell's outputs the judge's verdict, every output cut to size, and the notes on top."""
+    graded cell's outputs the judge's verdict, and the notes on top."""
     release = {c.get("id"): c for c in json.loads(Path(release_nb).read_text())["cells"]}
     verdicts = {v.grade_id: v for v in grade.verdicts}
     for cell in nb["cells"]:
@@ -98,9 +145,6 @@ def merge(nb: dict, release_nb: Path, grade, notes: list) -> dict:
         md = cell.get("metadata", {}).get("nbgrader", {})
         if cell.get("cell_type") == "code" and md.get("grade") and md.get("grade_id") in verdicts:
             cell["outputs"] = verdict_outputs(verdicts[md["grade_id"]])
-        for out in cell.get("outputs", []) if cell.get("cell_type") == "code" else []:
-            if isinstance(out, dict) and isinstance(out.get("text"), (str, list)):
-                out["text"] = _cut("".join(out["text"]))
     nb["cells"] = [c for c in nb["cells"] if isinstance(c, dict)]
     if notes:
         nb["cells"].insert(0, {"cell_type": "markdown", "metadata": {}, "id": "grading-notes",
@@ -120,12 +164,3 @@ def verdict_outputs(v) -> list:
         outs.append({"output_type": "execute_result", "execution_count": None, "metadata": {},
                      "data": {"text/plain": f"{v.score:g}"}})
     return outs
-
-
-def main() -> int:
-    execute(Path(sys.argv[1]), Path(sys.argv[2]))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -15,7 +15,6 @@ import builtins
 import contextlib
 import io
 import re
-import tempfile
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from . import plan as plans
 from .remote import FailedModule, Remote, RemoteFunction, RunnerGone
 
 OUTPUT_CHARS = 20_000
+UNTOUCHED = "not implemented yet: every exercise cell of this notebook is still the release's stub"
 
 
 @dataclass
@@ -45,10 +45,11 @@ class NotebookGrade:
     log: str = ""                                   # what the notebook's own code printed
     seconds: float = 0.0
     plan: object = None                             # what was graded (grader.judge.plan.Plan)
-    timings: dict = field(default_factory=dict)     # seconds: build, peers, start (runner + its cells), tests
+    timings: dict = field(default_factory=dict)     # seconds: build, peers, start (runner + its cells), tests, outputs
     runner_gone: str = ""                           # why the learner's process stopped answering ("" if it never did)
     unreadable: str = ""                            # why the submitted file could not be read as a notebook
     speed_cells: dict = field(default_factory=dict)  # grade_id -> the problem its speed cell times
+    outputs: dict | None = None                     # the runner's cells' outputs (grader.judge.feedback validates)
 
 
 def _free_names(source: str) -> set[str]:
@@ -119,34 +120,72 @@ def evaluate(test: dict, ns: dict) -> Verdict:
 
 
 def grade(source_nb: Path, release_nb: Path, submission: Path | None, sandbox, *, gpu: bool | None = None,
-          work: Path | None = None, env: dict | None = None) -> NotebookGrade:
-    """Grade one submitted notebook (None: the untouched release)."""
+          env: dict | None = None, run_tests: bool = False, shortcut: bool = True, progress=None) -> NotebookGrade:
+    """Grade one submitted notebook (None: the untouched release). Never raises for anything the
+    submission does: a failure of grading itself is every cell's 0 with the reason.
+
+    ``shortcut``: a notebook whose exercise cells are all the release's stubs earns 0 on every graded
+    cell without being built or run (tests/test_notebooks.py grades every untouched release the long
+    way and proves that is what it earns). ``progress``: called with a line as each phase and graded
+    cell is done (the scoreboard and autograde print them)."""
+    t0 = time.monotonic()
+    result = NotebookGrade(notebook=Path(release_nb).name)
+    try:
+        plan = plans.build(source_nb, release_nb, submission, run_tests=run_tests)
+    except plans.Unreadable as exc:
+        return refused(source_nb, release_nb, str(exc))
+    result.plan = plan
+    result.notes += plan.notes
+    if plan.untouched and shortcut:            # nothing to build or run: the release earns 0 everywhere
+        why = UNTOUCHED
+        result.verdicts = [Verdict(t["grade_id"], 0.0, t["points"], why) for t in plan.tests]
+        result.notes.append("every exercise cell is as released: nothing was built or run")
+        result.seconds = time.monotonic() - t0
+        return result
+    try:
+        _grade(plan, result, sandbox, gpu, env, progress or (lambda line: None))
+    except Exception as exc:                  # the grader's own failure: every cell 0, with why
+        why = f"grading failed: {type(exc).__name__}: {str(exc)[:300]}"
+        done = {v.grade_id for v in result.verdicts}
+        result.verdicts += [Verdict(t["grade_id"], 0.0, t["points"], why) for t in plan.tests
+                            if t["grade_id"] not in done]
+        result.notes.append(why)
+        result.runner_gone = result.runner_gone or why
+    result.seconds = time.monotonic() - t0
+    return result
+
+
+def refused(source_nb: Path, release_nb: Path, why: str, unreadable: bool = True) -> NotebookGrade:
+    """The grade of a submission that is not read (a link, not a regular file, too large, not a
+    notebook) or whose grading failed: every graded cell 0, saying why; nothing of it ran."""
+    if unreadable:
+        why = f"this submission could not be read as a notebook: {why}"
+    result = NotebookGrade(notebook=Path(release_nb).name, plan=plans.build(source_nb, release_nb, None))
+    result.verdicts = [Verdict(t["grade_id"], 0.0, t["points"], why) for t in result.plan.tests]
+    result.notes.append(why)
+    if unreadable:
+        result.unreadable = why
+    return result
+
+
+def _grade(plan, result: NotebookGrade, sandbox, gpu: bool | None, env: dict | None, progress) -> None:
     import grader
 
     from ..backend import SIMULATOR
     from ..cuda import toolchain
     from .build import compile_plan
+    from .sandbox import default_bounds, host_folder, lesson_time_s, remove_host_folder
     from .verbs import GraderFacade, Judged
 
-    t0 = time.monotonic()
-    result = NotebookGrade(notebook=Path(release_nb).name)
-    try:
-        plan = plans.build(source_nb, release_nb, submission)
-    except plans.Unreadable as exc:
-        why = f"this submission could not be read as a notebook: {exc}"
-        result.verdicts = [Verdict(t["grade_id"], 0.0, t["points"], why)
-                           for t in plans.build(source_nb, release_nb, None).tests]
-        result.notes.append(why)
-        result.unreadable = why
-        result.plan = plans.build(source_nb, release_nb, None)
-        return result
-    result.plan = plan
-    result.notes += plan.notes
     gpu = (not SIMULATOR) if gpu is None else gpu
-    with contextlib.ExitStack() as stack:
-        scratch = Path(work) if work else Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="judge-")))
+    wall_s, cells_s, why = lesson_time_s(result.notebook, simulator=not gpu)
+    plan.cells_s = 0.6 * cells_s               # then the remaining given cells run only for their definitions
+    inputs = host_folder()
+    try:
         mark = time.monotonic()
-        built = compile_plan(plan.cuda, sandbox, scratch)
+        if plan.cuda:
+            progress(f"building {len(plan.cuda)} %%cuda cell(s)")
+        built = compile_plan(plan.cuda, sandbox, inputs)
         result.timings["build"] = time.monotonic() - mark
         ns: dict = {"__name__": "__judge__"}
         exec(compile(plan.imports or "", "<imports>", "exec"), ns)
@@ -158,56 +197,70 @@ def grade(source_nb: Path, release_nb: Path, submission: Path | None, sandbox, *
                 _prewarm_peer(problem)
         result.timings["peers"] = time.monotonic() - mark
         mark = time.monotonic()
-        remote = stack.enter_context(_closing(Remote(plan, sandbox, scratch, gpu, env=env)))
-        try:
-            errors = remote.hello()
-        except RunnerGone as exc:
-            errors = {"(notebook)": str(exc)}
-        result.timings["start"] = time.monotonic() - mark
-        mark = time.monotonic()
-        result.notes += [f"cell `{cid}` raised {err}" for cid, err in errors.items()]
-        device = grader.device.info().name if gpu else ""
-        judged = Judged(remote, simulator=not gpu, cc=toolchain.compute_capability() if gpu else None, device_name=device)
+        progress("running the notebook in its sandbox")
+        with _closing(Remote(plan, sandbox, inputs, gpu, default_bounds(wall_s, why, cells_s), env=env)) as remote:
+            try:
+                errors = remote.hello()
+            except RunnerGone as exc:
+                errors = {"(notebook)": str(exc)}
+            result.timings["start"] = time.monotonic() - mark
+            mark = time.monotonic()
+            result.notes += [f"cell `{cid}` raised {err}" for cid, err in errors.items()]
+            device = grader.device.info().name if gpu else ""
+            judged = Judged(remote, simulator=not gpu, cc=toolchain.compute_capability() if gpu else None,
+                            device_name=device)
+            ns["grader"] = GraderFacade(judged, _sandboxed_compile(sandbox, inputs))
+            ns["display"] = lambda *a, **k: None
+            cells = _module_names(plan)
+            for test in plan.tests:
+                if remote.dead:                      # the learner's process is gone: say why, once per cell
+                    result.verdicts.append(Verdict(test["grade_id"], 0.0, test["points"], remote.dead))
+                    continue
+                wanted = _free_names(test["source"]) - set(ns)
+                for name in sorted(wanted & set(cells)):
+                    got = built.get(cells[name]["key"])
+                    ns[name] = got if not isinstance(got, str) else FailedModule(name, got)
+                rest = sorted(wanted - set(cells))
+                if rest:
+                    try:
+                        kinds = remote.resolve(rest)
+                    except RunnerGone:
+                        kinds = {}
+                    for name, kind in kinds.items():
+                        if kind == "function":
+                            ns[name] = RemoteFunction(remote, name)
+                result.verdicts.append(evaluate(test, ns))
+                v = result.verdicts[-1]
+                first = v.reason.strip().splitlines()[0][:120] if v.reason.strip() else ""
+                progress(f"{'✓' if v.score >= v.max_score else '✗'} {v.grade_id}: {v.score:g}/{v.max_score:g}"
+                         + (f"  {first}" if first and v.score < v.max_score else ""))
+            result.timings["tests"] = time.monotonic() - mark
+            mark = time.monotonic()
+            result.outputs = remote.notebook()
+            result.runner_gone = remote.dead or ""
+            result.log = remote.close()
+            result.timings["outputs"] = time.monotonic() - mark
+    finally:
+        remove_host_folder(inputs)
 
-        def sandboxed_compile(source, name=None, arch=None, options=(), kernels=None, **_):
-            from ..cuda.magic import cell_key
 
-            line = " ".join([name or "cell"] + ([f"--arch {arch}"] if arch else []) +
-                            [f"-k '{k}'" for k in kernels or []] + [f"--opt={o}" for o in options])
-            module = compile_plan([{"line": line, "body": source, "key": cell_key(line, source)}], sandbox, scratch)
-            got = next(iter(module.values()))
-            if isinstance(got, str):
-                from ..cuda.compiler import CompileError
+def _sandboxed_compile(sandbox, inputs: Path):
+    """``grader.cuda.compile_cuda`` as a graded cell calls it inside the judge: built in the sandbox."""
+    from .build import compile_plan
 
-                raise CompileError(got, name=name or "cell")
-            return got
+    def compile_cuda(source, name=None, arch=None, options=(), kernels=None, **_):
+        from ..cuda.magic import cell_key
 
-        ns["grader"] = GraderFacade(judged, sandboxed_compile)
-        ns["display"] = lambda *a, **k: None
-        cells = _module_names(plan)
-        for test in plan.tests:
-            if remote.dead:                          # the learner's process is gone: say why, once per cell
-                result.verdicts.append(Verdict(test["grade_id"], 0.0, test["points"], remote.dead))
-                continue
-            wanted = _free_names(test["source"]) - set(ns)
-            for name in sorted(wanted & set(cells)):
-                got = built.get(cells[name]["key"])
-                ns[name] = got if not isinstance(got, str) else FailedModule(name, got)
-            rest = sorted(wanted - set(cells))
-            if rest:
-                try:
-                    kinds = remote.resolve(rest)
-                except RunnerGone:
-                    kinds = {}
-                for name, kind in kinds.items():
-                    if kind == "function":
-                        ns[name] = RemoteFunction(remote, name)
-            result.verdicts.append(evaluate(test, ns))
-        result.runner_gone = remote.dead or ""
-        result.log = remote.close()
-        result.timings["tests"] = time.monotonic() - mark
-    result.seconds = time.monotonic() - t0
-    return result
+        line = " ".join([name or "cell"] + ([f"--arch {arch}"] if arch else []) +
+                        [f"-k '{k}'" for k in kernels or []] + [f"--opt={o}" for o in options])
+        module = compile_plan([{"line": line, "body": source, "key": cell_key(line, source)}], sandbox, inputs)
+        got = next(iter(module.values()))
+        if isinstance(got, str):
+            from ..cuda.compiler import CompileError
+
+            raise CompileError(got, name=name or "cell")
+        return got
+    return compile_cuda
 
 
 def _prewarm_peer(problem) -> None:
@@ -235,5 +288,4 @@ def _closing(remote: Remote):
     try:
         yield remote
     finally:
-        if remote.box.proc.poll() is None:
-            remote.close()
+        remote.box.close()              # the sandbox's processes and its cgroup, whatever happened

@@ -1,20 +1,29 @@
-"""The runner: runs a submission's code inside the sandbox and does what the judge asks of it.
+"""The runner: runs a submission's notebook inside the sandbox, once, and does what the judge asks of it.
 
-    python -P -s -m grader.judge.runner PLAN.json      (started by grader.judge.remote, in a sandbox)
+    python -P -s -m grader.judge.runner /judge/plan.json      (started by grader.judge.remote, in a sandbox)
 
-It runs the plan's cells (grader.judge.plan) in an IPython shell — answer cells whole, the release's
-other cells only for their definitions, ``%%cuda`` cells from the modules the judge compiled — then
-answers requests on its standard input and output until told to stop: resolve names, call a plain
-function, run one checked case of a launch function, time one. Before any learner code runs, the
-protocol moves to private file descriptors and ``print`` goes to a log, so output cannot corrupt it.
+It executes the plan's cells (grader.judge.plan) top to bottom in an IPython shell, as Jupyter's
+"Run All" would, keeping each cell's outputs (text, errors, figures) for the learner's feedback
+notebook — so the one execution that grading needs also makes the feedback. Graded cells are not
+run here (the judge runs them); ``%%cuda`` cells load the modules the judge compiled. A given cell
+that raises is run again definition by definition (imports, functions, classes, assignments), so a
+learner's broken demo cannot hide what later cells need; once the plan's time for cells is spent,
+the remaining given cells run only for their definitions.
+
+Then it answers requests on its private pipe until told to stop: resolve names, call a plain
+function, run one checked case of a launch function, time one, and hand over the cells' outputs.
+Before any learner code runs, the protocol moves to private file descriptors and ``print`` goes to
+the captured outputs or the log, so output cannot corrupt it.
 
 Everything here runs in the learner's process and may be changed by the learner's code: the judge
 trusts none of it. It generates the inputs itself, compares every output with its own reference,
-and bounds every figure by its own clock (grader.judge.verbs).
+bounds every figure by its own clock (grader.judge.verbs) and validates every reply
+(grader.judge.protocol, grader.judge.feedback).
 """
 from __future__ import annotations
 
 import ast
+import io
 import json
 import os
 import sys
@@ -43,39 +52,228 @@ def _definitions(source: str) -> list:
     return [ast.Module(body=[n], type_ignores=[]) for n in tree.body if isinstance(n, keep)]
 
 
+# ---------------------------------------------------------------- a shell that keeps outputs
+class Capture:
+    """The outputs of the cell being run, in nbformat's shape (stream, display_data,
+    execute_result, error), each text cut to MAX_TEXT and the cell's total to MAX_CELL bytes."""
+
+    MAX_TEXT = 20_000
+    MAX_CELL = 8 * 2**20
+
+    def __init__(self):
+        self.outputs: list | None = None
+        self.size = 0
+
+    def begin(self) -> list:
+        self.outputs, self.size = [], 0
+        return self.outputs
+
+    def add(self, out: dict, size: int) -> None:
+        if self.outputs is None or self.size + size > self.MAX_CELL:
+            return
+        self.size += size
+        self.outputs.append(out)
+
+    def text(self, name: str, s: str) -> None:
+        if self.outputs is None or not s:
+            return
+        last = self.outputs[-1] if self.outputs else None
+        if last and last["output_type"] == "stream" and last["name"] == name:
+            if len(last["text"]) < self.MAX_TEXT:
+                last["text"] += s[: self.MAX_TEXT - len(last["text"])]
+            return
+        self.add({"output_type": "stream", "name": name, "text": s[: self.MAX_TEXT]}, min(len(s), self.MAX_TEXT))
+
+
+def make_shell(capture: Capture):
+    """An IPython shell whose displays, results and tracebacks go to ``capture`` (figures inline)."""
+    from IPython.core.displayhook import DisplayHook
+    from IPython.core.displaypub import DisplayPublisher
+    from IPython.core.interactiveshell import InteractiveShell
+
+    def plain(data) -> dict:
+        """A display's data as JSON can carry it: bytes (a PNG) base64-encoded, other values as text."""
+        import base64
+
+        out = {}
+        for mime, v in (data or {}).items():
+            if isinstance(v, bytes):
+                v = base64.b64encode(v).decode()
+            elif not isinstance(v, (str, dict, list)):
+                v = str(v)
+            out[str(mime)] = v
+        return out
+
+    def data_size(data) -> int:
+        return sum(len(v) if isinstance(v, str) else 64 for v in data.values())
+
+    class Publisher(DisplayPublisher):
+        def publish(self, data, metadata=None, source=None, *, transient=None, update=False, **kw):
+            data = plain(data)
+            capture.add({"output_type": "display_data", "data": data, "metadata": {}}, data_size(data))
+
+        def clear_output(self, wait=False):
+            if capture.outputs is not None:
+                capture.outputs.clear()
+                capture.size = 0
+
+    class Hook(DisplayHook):
+        def write_output_prompt(self):
+            pass
+
+        def write_format_data(self, format_dict, md_dict=None):
+            data = plain(format_dict)
+            capture.add({"output_type": "execute_result", "data": data, "metadata": {}}, data_size(data))
+
+    class Shell(InteractiveShell):
+        def enable_gui(self, gui=None):
+            pass
+
+        def _showtraceback(self, etype, evalue, stb):
+            capture.add({"output_type": "error", "ename": getattr(etype, "__name__", "Error"),
+                         "evalue": str(evalue)[: Capture.MAX_TEXT], "traceback": [str(s)[: Capture.MAX_TEXT] for s in stb[:200]]},
+                        sum(len(str(s)) for s in stb[:200]))
+
+    shell = Shell.instance(display_pub_class=Publisher, displayhook_class=Hook)
+    try:
+        shell.enable_matplotlib("inline")
+    except Exception:                 # no matplotlib_inline: figures are simply not kept
+        pass
+    return shell
+
+
+class _Stream(io.TextIOBase):
+    def __init__(self, capture: Capture, name: str):
+        self.capture, self.name = capture, name
+
+    def write(self, s):
+        self.capture.text(self.name, str(s))
+        return len(s)
+
+    def writable(self):
+        return True
+
+    def flush(self):
+        pass
+
+
+GIVEN_SHARE = 0.25          # a given cell may take this share of the plan's time for cells …
+GIVEN_MIN_S = 15.0          # … or this many seconds, whichever is more (within what is left)
+
+
+class CellStopped(Exception):
+    """A given cell ran past its share of the time for cells while the notebook was graded."""
+
+    def _render_traceback_(self):
+        return [f"CellStopped: {self}"]
+
+
+class _stopped_after:
+    """Within the block, SIGALRM raises :class:`CellStopped` after ``seconds`` and then every
+    second until the block ends (0: no limit)."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+
+    def _raise(self, signum, frame):
+        raise CellStopped(f"stopped after {self.seconds:.0f} s: a course cell may take that long while the "
+                          "notebook is graded (your kernel may be slow or never return); its definitions were kept")
+
+    def __enter__(self):
+        import signal
+
+        if self.seconds > 0:
+            self.previous = signal.signal(signal.SIGALRM, self._raise)
+            signal.setitimer(signal.ITIMER_REAL, self.seconds, 1.0)
+        return self
+
+    def __exit__(self, *exc):
+        import signal
+
+        if self.seconds > 0:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self.previous)
+        return False
+
+
 class Runner:
     def __init__(self, plan: dict):
-        from IPython.core.interactiveshell import InteractiveShell
-
         import grader
 
         self.plan = plan
-        self.shell = InteractiveShell.instance()
+        self.capture = Capture()
+        self.shell = make_shell(self.capture)
         grader.cuda.register_magic(self.shell)       # grader was imported before the shell existed
         self.errors: dict[str, str] = {}
-        self.timed = None            # (launch, args, outputs) of the last "time" request
+        self.outputs: dict[str, list] = {}           # cell id -> its outputs
+        self.skipped: list[str] = []                 # given cells run only for their definitions (time spent)
+        self.timed = None            # (launch, case) of the last "time" request
 
     # -- running the notebook -------------------------------------------------------
     def run_cells(self) -> None:
-        """Answer and %%cuda cells whole (their errors are reported); the release's other cells only
-        for their definitions (one that fails, e.g. for want of what a skipped demonstration would
-        have made, is skipped silently: those cells are the course's, not the learner's)."""
+        """Every cell of the plan in order, outputs kept. Answer and %%cuda cells always run whole
+        (their errors are reported); given cells run whole while the plan's time for cells lasts,
+        each stopped past its share of it (:data:`GIVEN_SHARE`; a learner's slow or hanging kernel in
+        a demonstration), and only for their definitions after that or when they raise."""
+        budget = float(self.plan.get("cells_s", 1e9))
+        start = time.monotonic()
         for cell in self.plan["run"]:
-            if cell["mode"] == "given":
-                for stmt in _definitions(cell["source"]):
-                    try:
-                        exec(compile(stmt, f"<{cell['id']}>", "exec"), self.shell.user_ns)
-                    except Exception:      # e.g. a demonstration it needs was skipped: not the learner's
-                        continue           # doing (a test that uses a broken answer says so itself)
+            if cell["mode"] == "test" and not self.plan.get("run_tests"):
                 continue
-            result = self.shell.run_cell(cell["source"], store_history=False, silent=False)
-            err = result.error_before_exec or result.error_in_exec
-            if err is not None:
-                self.errors[cell["id"]] = f"{type(err).__name__}: {str(err).splitlines()[0][:300] if str(err) else ''}"
+            left = budget - (time.monotonic() - start)
+            if cell["mode"] == "given" and left <= 0:
+                self.skipped.append(cell["id"])
+                self._define(cell)
+                continue
+            outputs = self.capture.begin()
+            saved = sys.stdout, sys.stderr
+            sys.stdout, sys.stderr = _Stream(self.capture, "stdout"), _Stream(self.capture, "stderr")
+            limit = min(left, max(GIVEN_MIN_S, GIVEN_SHARE * budget)) if cell["mode"] == "given" else 0
+            try:
+                with _stopped_after(limit):
+                    result = self.shell.run_cell(cell["source"], store_history=False, silent=False)
+                err = result.error_before_exec or result.error_in_exec
+            except CellStopped as exc:          # the alarm fired as the cell returned
+                err = exc
+            finally:
+                sys.stdout, sys.stderr = saved
+                self.capture.outputs = None
+            self.outputs[cell["id"]] = outputs
+            if err is None:
+                continue
+            if cell["mode"] == "given":
+                self._define(cell)
+            else:
+                first = str(err).splitlines()[0][:300] if str(err) else ""
+                self.errors[cell["id"]] = f"{type(err).__name__}: {first}"
+
+    def _define(self, cell: dict) -> None:
+        """A given cell's definitions, one by one (one that fails, e.g. for want of what a skipped
+        demonstration would have made, is skipped: those cells are the course's, not the learner's)."""
+        for stmt in _definitions(cell["source"]):
+            try:
+                exec(compile(stmt, f"<{cell['id']}>", "exec"), self.shell.user_ns)
+            except Exception:
+                continue
 
     @property
     def ns(self) -> dict:
         return self.shell.user_ns
+
+    def notebook(self) -> dict:
+        """What the feedback notebook needs: each cell's outputs, the cells not run whole, and the
+        records the notebook made (closing plots) when the judge asked for them."""
+        records = []
+        path = os.environ.get("GRADER_RECORD")
+        if path and os.path.isfile(path):
+            with open(path) as f:
+                for line in f.read(4 * 2**20).splitlines()[:1000]:
+                    try:
+                        records.append(json.loads(line))
+                    except ValueError:
+                        continue
+        return {"cells": [{"id": cid, "outputs": outs} for cid, outs in self.outputs.items()],
+                "skipped": self.skipped, "records": records}
 
     # -- requests -------------------------------------------------------------------
     def resolve(self, names: list) -> dict:
@@ -166,10 +364,10 @@ class Runner:
         return {"done": True}, {}
 
     def serve(self, rfile, wfile) -> None:
-        from grader.judge.protocol import recv, send
+        from grader.judge.protocol import TRUSTED, recv, send
 
         while True:
-            head, _ = recv(rfile, allow_pickle=True)
+            head, _ = recv(rfile, allow_pickle=True, limits=TRUSTED)
             op = head.get("op")
             try:
                 if op == "exit":
@@ -189,12 +387,17 @@ class Runner:
                     reply, arrays = self.burst(head)
                 elif op == "outputs":
                     reply, arrays = {"ok": True}, self._outputs()
+                elif op == "notebook":
+                    reply, arrays = self.notebook(), {}
                 else:
                     reply, arrays = {"error": f"unknown request {op!r}"}, {}
             except Exception as exc:
                 reply, arrays = {"error": f"{type(exc).__name__}: {exc}"[:2000],
                                  "trace": traceback.format_exc()[-2000:]}, {}
-            send(wfile, reply, arrays)
+            try:
+                send(wfile, reply, arrays)
+            except TypeError as exc:                    # a value JSON cannot carry (a display's data)
+                send(wfile, {"error": f"the reply could not be sent: {exc}"[:2000]})
 
 
 def main() -> int:

@@ -8,15 +8,25 @@ everything that decides points here.
   repetition) and the judge verifies the last repetition's outputs; then the runner launches it
   back to back with the judge's clock around the request, and a claim faster than that clock
   allows (less :data:`CLOCK_SLACK`) is graded at the judge's clock; the outputs of those runs are
-  verified too. The peer is measured here, in the judge's own process, on the same inputs.
+  verified too. The peer is measured here, in the judge's own process, on the same inputs. A figure
+  faster than this GPU's datasheet peak allows (the bytes at its memory bandwidth, the FLOPs at its
+  tensor rate, :data:`PHYSICAL_SLACK` above) is refused: the one defence against a runner that lies
+  about time in both its timings and its back-to-back runs.
+* seeds: drawn from a secret of the grading run (:class:`RunSeeds`), per problem, size and kind of
+  check (visible or hidden), so every student of one run is checked on the same hidden inputs and
+  the judge makes each input and reference once (:class:`Cases`); a new run draws new ones.
 
 :class:`GraderFacade` is what the name ``grader`` means inside a test cell evaluated by the judge.
 """
 from __future__ import annotations
 
+import hashlib
+import hmac
 import math
+import os
 import secrets
 import types
+from collections import OrderedDict
 
 import numpy as np
 
@@ -34,6 +44,91 @@ from .remote import RemoteFunction
 CLOCK_SLACK = 0.10       # a figure may be this much faster than the judge's clock (back-to-back runs): on an H100
                          # the references ran back to back at 0.91-1.06x their event times (results/grading/)
 BURST_S = 0.25           # seconds of back-to-back launches the judge times
+PHYSICAL_SLACK = 1.10    # a figure may be this much above the datasheet peak before it is refused
+
+
+class RunSeeds:
+    """Seeds of one grading run: HMAC of the run's secret ($GRADER_RUN_SECRET, hex, which the host
+    draws once and hands to its workers; else one drawn in this process), the problem, the size, the
+    kind of check and the position of the size in it. Nothing in a sandbox learns a seed before the
+    request that uses it."""
+
+    def __init__(self, secret: bytes | None = None):
+        self.own = secret or secrets.token_bytes(32)
+
+    @property
+    def secret(self) -> bytes:
+        env = os.environ.get("GRADER_RUN_SECRET", "")
+        try:
+            return bytes.fromhex(env) if len(env) >= 32 else self.own
+        except ValueError:
+            return self.own
+
+    def seed(self, problem: str, size, kind: str, index: int) -> int:
+        msg = f"{problem}|{size!r}|{kind}|{index}".encode()
+        return int.from_bytes(hmac.new(self.secret, msg, hashlib.sha256).digest()[:4], "little") & 0x7FFFFFFF
+
+
+class Cases:
+    """The judge's inputs and float64 references by (problem, size, seed), made once and kept while
+    they fit in ``budget`` bytes (least recently used first out): the same hidden case of every
+    student of a run costs one reference."""
+
+    def __init__(self, budget: int = 4 * 2**30):
+        self.budget, self.used, self._rows = budget, 0, OrderedDict()
+
+    @staticmethod
+    def _bytes(d: dict) -> int:
+        return sum(v.nbytes for v in d.values() if isinstance(v, np.ndarray))
+
+    def get(self, problem: Problem, size, seed: int) -> tuple[dict, dict]:
+        key = (problem.name, repr(size), seed, id(problem.make_inputs))
+        if key in self._rows:
+            self._rows.move_to_end(key)
+            return self._rows[key]
+        inputs = problem.make_inputs(np.random.default_rng(seed), size)
+        want = {k: np.asarray(v) for k, v in problem.reference(**inputs).items()}
+        cost = self._bytes(inputs) + self._bytes(want)
+        if cost <= self.budget:
+            self._rows[key] = (inputs, want)
+            self.used += cost
+            while self.used > self.budget:
+                _, (i, w) = self._rows.popitem(last=False)
+                self.used -= self._bytes(i) + self._bytes(w)
+        return inputs, want
+
+
+SEEDS = RunSeeds()
+CASES = Cases(int(float(os.environ.get("GRADER_JUDGE_CASES_GB", "4")) * 2**30))
+
+
+def expected_bytes(problem: Problem, size, inputs: dict) -> int:
+    """The most array bytes a reply carrying ``problem``'s outputs may hold: each output with its
+    guard zone, in its storage dtype (a reply that announces more is refused before it is read)."""
+    total = 0
+    for shape, dtype in problem.outputs(size, inputs).values():
+        n = int(np.prod(shape, dtype=np.int64)) + arrays.GUARD_ELEMENTS
+        total += n * storage_dtype(dtype).itemsize
+    return total + 4096
+
+
+def physical_floor_s(problem: Problem, work: dict, device_name: str) -> tuple[float, str] | None:
+    """The fewest seconds one run can take on this GPU at its datasheet peaks (grader.device), and
+    how that was reckoned; None when the GPU's peaks are not known."""
+    from ..device import published_peaks
+
+    peaks = published_peaks(device_name or "")
+    if not peaks:
+        return None
+    floors = []
+    if work.get("bytes") and peaks.get("mem_GBps"):
+        floors.append((work["bytes"] / (peaks["mem_GBps"] * 1e9 * PHYSICAL_SLACK),
+                       f"{work['bytes'] / 1e6:,.0f} MB at {peaks['mem_GBps']} GB/s"))
+    rate = peaks.get("fp8") if "fp8" in problem.name.lower() and peaks.get("fp8") else peaks.get("bf16")
+    if work.get("flops") and rate:
+        floors.append((work["flops"] / (rate * 1e12 * PHYSICAL_SLACK),
+                       f"{work['flops'] / 1e12:,.2f} TFLOP at {rate} TFLOP/s"))
+    return max(floors) if floors else None
 
 
 def problem_ref(problem: Problem) -> list:
@@ -86,11 +181,12 @@ class Judged:
         launch, ref = self._launch(launch), problem_ref(problem)
         checked = tuple(sizes) if sizes is not None else \
             (problem.hidden(self.simulator) if hidden else problem.visible(self.simulator))
-        for size in checked:
-            s = secrets.randbits(31) if seed is None else seed
-            inputs = problem.make_inputs(np.random.default_rng(s), size)
-            head, got = self.remote.case(launch.name, ref, size, s)
-            failures = verdict(problem, size, inputs, _observation(head, got, problem, size, inputs))
+        kind = "hidden" if hidden else ("visible" if sizes is None else "sizes")
+        for index, size in enumerate(checked):
+            s = SEEDS.seed(problem.name, size, kind, index) if seed is None else seed
+            inputs, want = CASES.get(problem, size, s)
+            head, got = self.remote.case(launch.name, ref, size, s, expected_bytes(problem, size, inputs))
+            failures = verdict(problem, size, inputs, _observation(head, got, problem, size, inputs), want)
             if failures:
                 raise CheckFailed(failure_message(problem, size, s, failures, hidden))
         if not quiet:
@@ -110,10 +206,11 @@ class Judged:
             self.check(launch, problem, quiet=True)
         except CheckFailed as exc:
             raise CheckFailed(f"{problem.name}: no timed runs: the kernel must pass the correctness check first. {exc}") from None
-        size, s = problem.bench_size, secrets.randbits(31)
-        inputs = problem.make_inputs(np.random.default_rng(s), size)
-        want = problem.reference(**inputs)
-        head, got = self.remote.time(launch.name, problem_ref(problem), size, s, budget_s)
+        size = problem.bench_size
+        s = SEEDS.seed(problem.name, size, "bench", 0)
+        inputs, want = CASES.get(problem, size, s)
+        expect = expected_bytes(problem, size, inputs)
+        head, got = self.remote.time(launch.name, problem_ref(problem), size, s, budget_s, expect)
         times = head.get("times")
         if not isinstance(times, list) or not times or len(times) > 100_000 or \
                 not all(isinstance(t, (int, float)) and math.isfinite(t) and t > 0 for t in times):
@@ -122,7 +219,7 @@ class Judged:
         claimed = float(np.median(times))
         reps = int(min(1000, max(3, math.ceil(BURST_S / max(claimed, 1e-6)))))
         clock = self.remote.burst(reps) / reps
-        self._verify(problem, size, inputs, want, self.remote.outputs(), "the judge's timed runs")
+        self._verify(problem, size, inputs, want, self.remote.outputs(expect), "the judge's timed runs")
         work = problem.work(size)
         m = Measurement(label=problem.name, times_s=[float(t) for t in times], device=self.device_name,
                         bytes=work["bytes"], flops=work["flops"])
@@ -133,6 +230,13 @@ class Judged:
                   "also counts the host: a launch function that spends longer in Python (allocating, converting "
                   "arguments) than its kernels run on the GPU is graded at the host's pace.")
             m.times_s = [floor_s]
+        physical = physical_floor_s(problem, work, self.device_name)
+        if physical and m.median_s < physical[0]:
+            raise CheckFailed(
+                f"{problem.name}: not scored: the timings say {m.median_s * 1e3:.4f} ms a run, faster than this GPU "
+                f"can physically run it ({physical[0] * 1e3:.4f} ms: {physical[1]}, the datasheet peak of "
+                f"{self.device_name}, {100 * (PHYSICAL_SLACK - 1):.0f}% allowed above it). The runner's timing "
+                "cannot be trusted, so no speed points are given.")
         if problem.peer is not None:
             m.peer_name, m.peer_value = peers.measure(problem.peer, self._peer_inputs(problem, size, inputs), budget_s)
         earned = speed_points(m, target=target, floor=floor, points=points)

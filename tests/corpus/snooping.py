@@ -7,12 +7,12 @@ from . import NO_GPU, WRONG, WRONG_KERNEL, expect
 CHECKOUT = Path(__file__).resolve().parents[2]          # where the course really is, on the grader's host
 SOURCE = WRONG_KERNEL + f'''
 import glob, os, sys
-print("ENV", sorted(os.environ), file=sys.stderr)
-print("HOME", os.path.expanduser("~"), os.listdir(os.path.expanduser("~")), file=sys.stderr)
+print("ENV", sorted(os.environ), file=sys.__stderr__)
+print("HOME", os.path.expanduser("~"), os.listdir(os.path.expanduser("~")), file=sys.__stderr__)
 for pattern in ["/gpu-course/**", "/work/**", "/root/**", "/home/**", "/tmp/**", "{CHECKOUT}/**"]:
-    print("FOUND", pattern, glob.glob(pattern, recursive=True)[:20], file=sys.stderr)
+    print("FOUND", pattern, glob.glob(pattern, recursive=True)[:20], file=sys.__stderr__)
 for path in ["{CHECKOUT}/solutions", "{CHECKOUT}/.nbgrader/gradebook.db", "{CHECKOUT}/course"]:
-    print("EXISTS", path, os.path.exists(path), file=sys.stderr)
+    print("EXISTS", path, os.path.exists(path), file=sys.__stderr__)
 '''
 EXPECT = expect((0, WRONG), (0, WRONG), (0, NO_GPU))
 EXPECT_GPU = expect((0, WRONG), (0, WRONG), (0, "no timed runs"))
