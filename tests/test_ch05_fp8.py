@@ -188,8 +188,8 @@ def test_scaled_mm_peer_and_fp8_tensor_maps():
 
 def test_blockwise_scale_layouts_for_scaled_mm():
     """The problem's block scales in the layouts torch._scaled_mm takes on Hopper (checked against
-    cuBLAS's output on an H100 by dev/ch05_hopper/fp8_cublas_block.py check): sa M-contiguous, sb as
-    (L4, N/128) with K/128 contiguous and zero-padded to a multiple of 4."""
+    cuBLAS's output on an H100 by dev/ch05_hopper/fp8_cublas_block.py check, in git at 01311d4): sa
+    M-contiguous, sb as (L4, N/128) with K/128 contiguous and zero-padded to a multiple of 4."""
     torch = pytest.importorskip("torch")
     from grader import peers
 

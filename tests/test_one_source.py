@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -98,9 +97,17 @@ def file_lines(path: Path) -> list[str] | None:
 
 
 def tracked(root: Path = ROOT) -> list[Path]:
-    out = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=root,
-                         capture_output=True, check=True).stdout.decode()
-    return [root / p for p in out.split("\0") if p and not p.startswith(EXCLUDED)]
+    """The files git tracks (or would: untracked, not ignored) outside EXCLUDED; without git, every file
+    but the virtual environment's and caches."""
+    try:
+        out = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=root,
+                             capture_output=True, check=True).stdout.decode()
+        names = [p for p in out.split("\0") if p]
+    except (OSError, subprocess.CalledProcessError):
+        skip = {".git", ".venv", "__pycache__", ".pytest_cache", "node_modules"}
+        names = [str(p.relative_to(root)) for p in root.rglob("*")
+                 if p.is_file() and not skip & set(p.relative_to(root).parts)]
+    return [root / p for p in names if not p.startswith(EXCLUDED) and (root / p).is_file()]
 
 
 def copies(files: list[Path], lessons: dict[int, str], root: Path = ROOT) -> list[str]:
