@@ -5,7 +5,7 @@
 #            nvidia-cutlass (the CUTLASS headers of 05.03's cell); about 54 MB;
 #   .carry/  bwrap/bwrap (Debian's bubblewrap and its libraries behind a wrapper: the device has no
 #            bubblewrap, and the judge runs each notebook in it) and dev_env.sh, which a device script
-#            sources: dev/ch05_hopper/env_min.sh (the wheels installed into /tmp/site, on PYTHONPATH),
+#            sources: dev/env_min.sh (the wheels installed into /tmp/site, on PYTHONPATH),
 #            and /tmp/site/bin on PATH (nbgrader runs `alembic` as a program).
 # Run here (not on the device), from the repo root: bash dev/make_carry.sh. Needs pip and apt (root).
 set -eu
@@ -33,7 +33,7 @@ EOF
 chmod +x .carry/bwrap/bwrap
 cat > .carry/dev_env.sh <<'EOF'
 # sourced on the device machine, from the repo root: env_min.sh's wheel install, and nbgrader's programs on PATH
-source dev/ch05_hopper/env_min.sh || return 1
+source dev/env_min.sh || return 1
 export PATH=/tmp/site/bin:$PATH
 python3 -c "import nbgrader; print('nbgrader', nbgrader.__version__)"
 EOF

@@ -268,22 +268,3 @@ def test_mistakes_are_caught_in_their_own_process(mistake):
     """)
     print(mistake, line)
     assert f"{P.flash3_fp8.name} failed at B=" in line, line
-
-
-def test_dev_variants_patch_still_applies():
-    """The dev variants are diffs against the cells they were made from, kept in dev/ch05_hopper/fp8attn_variants/:
-    perm_ones.patch (P by quad shuffles, row sums from the tensor core) and lean_dbuf.patch (LEAN/SPLIT/DBUF/QUAD)
-    against cell_v4.cu (the cell before session 3's fifth round), cuts.patch (fp8attn_v5's CUT switch) against
-    cell_v5a.cu (lean dbuf quad as a cell). A patch that no longer matches fails here, not on the GPU."""
-    import sys
-
-    sys.path.insert(0, str(ROOT / "dev" / "ch05_hopper"))
-    from variant_patch import variant_source
-
-    cell = ROOT / "dev/ch05_hopper/fp8attn_variants/cell_v4.cu"
-    src = variant_source(ROOT / "dev/ch05_hopper/fp8attn_variants/perm_ones.patch", cell)
-    assert "int PERM_ = 1, int ONES_ = 0" in src and "__shfl_sync" in src and "m64n136k32" in src
-    src = variant_source(ROOT / "dev/ch05_hopper/fp8attn_variants/lean_dbuf.patch", cell)   # fp8attn_v4's switches
-    assert "int LEAN_ = 0, int SPLIT_ = 0, int DBUF_ = 0, int QUAD_ = 0" in src
-    src = variant_source(ROOT / "dev/ch05_hopper/fp8attn_variants/cuts.patch", ROOT / "dev/ch05_hopper/fp8attn_variants/cell_v5a.cu")
-    assert "int BN_ = 192, int CUT_ = 0>" in src

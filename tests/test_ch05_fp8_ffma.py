@@ -1,11 +1,10 @@
-"""Chapter 05, lesson 04's promotion experiments (dev/ch05_hopper, CPU only): the FP8 variant patches
-still apply to the lesson's cell; ffma_bench.cu compiles for sm_90a without spills, its timed promotion
-is 96 FFMAs between two clock reads right after the wgmma wait, and the chain's stop is a warpgroup
-vote (a per-thread flag let the four warps disagree: an illegal instruction on the H100); ffma_yield.py's
-reuse policies change only the FFMAs' control bits, and only as they say (a reuse flag where the next,
-adjacent FFMA reads the same register in that slot and does not overwrite it, the yield bit set with a
-flag and cleared without; reuse_y8 leaves every 8th FFMA uncached and yielding), the decoding checked
-against cuobjdump.
+"""Chapter 05, lesson 06's promotion microbenchmark and cubin rewrite (dev/ch05_hopper, CPU only):
+ffma_bench.cu compiles for sm_90a without spills, its timed promotion is 96 FFMAs between two clock
+reads right after the wgmma wait, and the chain's stop is a warpgroup vote (a per-thread flag let the
+four warps disagree: an illegal instruction on the H100); ffma_yield.py's reuse policies change only
+the FFMAs' control bits, and only as they say (a reuse flag where the next, adjacent FFMA reads the same
+register in that slot and does not overwrite it, the yield bit set with a flag and cleared without;
+reuse_y8 leaves every 8th FFMA uncached and yielding), the decoding checked against cuobjdump.
 """
 from __future__ import annotations
 
@@ -21,20 +20,8 @@ DEV = ROOT / "dev" / "ch05_hopper"
 sys.path.insert(0, str(DEV))
 
 import ffma_yield as Y  # noqa: E402
-from variant_patch import variant_source  # noqa: E402
 
-CELL = ROOT / "dev" / "ch05_hopper" / "fp8_variants" / "cell_v1.cu"     # what the patches were made against
-# ... except these, made against the lesson's cell of 2026-11-25 before its scales came by TMA
-LESSON_CELL = ROOT / "dev" / "ch05_hopper" / "fp8_variants" / "cell_v6.cu"
-ON_LESSON_CELL = {"scale_groups.patch", "lean_chain.patch", "consumer_groups.patch", "consumer_groups4.patch"}
 TIMED = "ffma_bench<2, 3, 0, 4>"        # consumer 0: wgmma then the timed promotion; consumer 1: a chain
-
-
-def test_fp8_variant_patches_still_apply():
-    for patch in sorted((DEV / "fp8_variants").glob("*.patch")):
-        assert "fp8_gemm" in variant_source(patch, LESSON_CELL if patch.name in ON_LESSON_CELL else CELL), patch.name
-    gate = variant_source(DEV / "fp8_variants" / "gate.patch", CELL)
-    assert "Cfg::HANDOFF == 6" in gate and "int HANDOFF_ = 0" in gate
 
 
 @pytest.fixture(scope="module")

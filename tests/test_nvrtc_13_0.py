@@ -19,16 +19,25 @@ import pytest
 
 from tests.conftest import ROOT
 
-CELLS = sorted(p for p in (ROOT / "tools").glob("ch0[45]_*/*.cu") if p.read_text().startswith("%%cuda"))
+def _compiled_cells() -> list[tuple[str, str]]:
+    """(notebook, cell id) of every %%cuda cell of the chapter 04-05 solutions: the kernels as the lessons define them."""
+    from grader.notebooks import code_cells
 
-# Compiles the cell as the %%cuda magic would (tests/cells.py; the build cache keys on the NVRTC
-# version) and prints the NVRTC version and the ptxas report of every kernel as JSON.
+    return [(str(nb.relative_to(ROOT)), c.get("id")) for nb in sorted((ROOT / "solutions").glob("0[45]_*/*.ipynb"))
+            for c in code_cells(nb) if c.source.startswith("%%cuda")]
+
+
+CELLS = _compiled_cells()
+
+# Compiles the notebook's cell as the %%cuda magic would (tests/cells.py; the build cache keys on the
+# NVRTC version) and prints the NVRTC version and the ptxas report of every kernel as JSON.
 _SCRIPT = r"""
 import json, sys
-sys.path.insert(0, sys.argv[2])
+sys.path.insert(0, sys.argv[3])
 from cuda.bindings import nvrtc
+from grader.notebooks import cell_source
 from tests.cells import compile_cell
-module = compile_cell(open(sys.argv[1]).read())
+module = compile_cell(cell_source(sys.argv[3] + "/" + sys.argv[1], sys.argv[2]))
 print(json.dumps({"nvrtc": list(nvrtc.nvrtcVersion()[1:]), "resources": module.resources}))
 """
 
@@ -43,10 +52,10 @@ def _nvrtc_lib() -> Path | None:
 
 
 def test_the_cells_are_found():
-    assert len(CELLS) >= 10, [p.name for p in CELLS]
+    assert len(CELLS) >= 10, CELLS
 
 
-@pytest.mark.parametrize("cell", CELLS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("cell", CELLS, ids=lambda c: f"{Path(c[0]).stem}:{c[1]}")
 def test_no_local_memory_with_nvrtc_13_0(cell):
     lib = _nvrtc_lib()
     if lib is None:
@@ -55,13 +64,13 @@ def test_no_local_memory_with_nvrtc_13_0(cell):
            "LD_LIBRARY_PATH": f"{lib}:{os.environ.get('LD_LIBRARY_PATH', '')}",
            "PYTHONPATH": str(ROOT)}
     env.pop("GRADER_CUDA_ARCH", None)             # each cell's own architecture (or sm_90a)
-    r = subprocess.run([sys.executable, "-c", _SCRIPT, str(cell), str(ROOT)], capture_output=True, text=True,
+    r = subprocess.run([sys.executable, "-c", _SCRIPT, *cell, str(ROOT)], capture_output=True, text=True,
                        env=env, cwd=ROOT, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     report = json.loads(r.stdout.strip().splitlines()[-1])
     assert report["nvrtc"] == [13, 0], f"loaded NVRTC {report['nvrtc']}, not 13.0"
     kernels = {k: v for k, v in report["resources"].items() if not k.startswith("&")}
-    assert kernels, f"{cell.name}: no ptxas report"
+    assert kernels, f"{cell}: no ptxas report"
     local = {k: (v["stack"], v["spill_stores"], v["spill_loads"]) for k, v in kernels.items()
              if v["stack"] or v["spill_stores"] or v["spill_loads"]}
-    assert not local, f"{cell.name}: local memory under NVRTC 13.0 (stack, spill stores, spill loads): {local}"
+    assert not local, f"{cell}: local memory under NVRTC 13.0 (stack, spill stores, spill loads): {local}"

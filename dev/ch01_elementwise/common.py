@@ -1,24 +1,17 @@
-"""What chapter 01's GPU experiments share (measure.py, perf01_variants.py, perf01_gelu_rows.py).
+"""What chapter 01's GPU experiment (measure.py) takes from the grader.
 
 Checking, timing and peers are the grader's own: grader.check (correctness), grader.measure and
-grader.bench (grader.timing: L2 flushed, head start, CUDA events, the median), grader.speed (the
-graded cell) and grader.peers (the copy ceiling). This module only:
+grader.bench (grader.timing: L2 flushed, head start, CUDA events, the median) and grader.peers (the
+copy ceiling). This module only:
 
 * loads the lessons' kernels as the solution notebooks define them (:func:`load`, grader.notebooks);
-* makes a problem's device arguments as grader.speed makes them (:func:`device_args`, grader.arrays);
-* reads the figure grader.speed measured, from the record it writes ($GRADER_RECORD) (:func:`graded`);
-* keeps :class:`FixedHeadStart`, the timer perf01_variants.py's head-start study passes to
-  grader.speed.timed_checked: the graded cells always use grader.timing.EventTimer() with its
-  adaptive head start.
+* makes a problem's device arguments as grader.speed makes them (:func:`device_args`, grader.arrays).
 
 Import it first: it puts the repository on sys.path and imports grader (before numba).
 """
 from __future__ import annotations
 
-import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,7 +20,6 @@ if str(ROOT) not in sys.path:          # run as a script: import the repository'
 
 import grader  # noqa: E402  (before numba: it picks GPU or simulator)
 from grader.speed import TimedCase  # noqa: E402
-from grader import timing  # noqa: E402
 from grader.notebooks import definitions  # noqa: E402
 
 SOL = ROOT / "solutions" / "01_elementwise"
@@ -69,33 +61,3 @@ def device_args(problem, size, seed: int = 0):
 def args_of(dev_in: dict, outs: dict) -> list:
     """The launch function's arguments: inputs, then output views."""
     return list(dev_in.values()) + [view for _, view in outs.values()]
-
-
-def graded(launch, problem, points: float = 2, **kw) -> tuple:
-    """grader.speed itself (the graded cell: correctness first, outputs re-poisoned before each timed
-    run, the problem's peer in the same run): (points, the measurement it recorded, as a dict)."""
-    with tempfile.TemporaryDirectory(prefix="graded-") as tmp:
-        path = Path(tmp) / "record.jsonl"
-        before = os.environ.get("GRADER_RECORD")
-        os.environ["GRADER_RECORD"] = str(path)
-        try:
-            pts = grader.speed(launch, problem, points=points, **kw)
-        finally:
-            if before is None:
-                os.environ.pop("GRADER_RECORD", None)
-            else:
-                os.environ["GRADER_RECORD"] = before
-        rows = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-    return pts, next((r for r in reversed(rows) if r.get("kind") == "speed"), {})
-
-
-class FixedHeadStart(timing.EventTimer):
-    """grader.timing's timer with a fixed head start (the graded timer adapts it to the host time)."""
-
-    def __init__(self, microseconds: float):
-        super().__init__(adaptive=False)
-        self.microseconds = microseconds
-
-    @property
-    def head_start_us(self) -> float:
-        return self.microseconds

@@ -24,18 +24,22 @@ import time
 import traceback
 from pathlib import Path
 
-import gemm_harness as H   # first: puts the repository on sys.path and imports grader
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:          # run as a script: import the repository's grader
+    sys.path.insert(0, str(ROOT))
 
-import grader
-from grader.notebooks import run_cells
-from grader.problems import gemm as P
+import grader  # noqa: E402  (before numba: it picks GPU or simulator)
+from grader.notebooks import run_cells  # noqa: E402
+from grader.problems import gemm as P  # noqa: E402
+
+SOL = ROOT / "solutions" / "03_gemm"
 
 GOALS = {"sgemm": 0.60, "hgemm": 0.65, "cute": 0.65}
 
 
 def load(notebook: str, cell_ids: list) -> dict:
     """Cells of a chapter-03 solution notebook (its setup cell first), run as the notebook runs them."""
-    return run_cells(H.SOL / notebook, ["setup", *cell_ids])
+    return run_cells(SOL / notebook, ["setup", *cell_ids])
 
 
 def lesson04() -> dict:

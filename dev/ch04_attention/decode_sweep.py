@@ -32,14 +32,22 @@ CONFIGS = [(64, 4, 3, 2), (64, 4, 4, 1), (64, 4, 2, 2), (32, 2, 6, 2), (32, 2, 4
 PER_SM = (1, 2, 3, 4, 6)
 
 
-def compile_variant(cfg) -> object:
+def variant_source(cfg) -> str:
+    """The lesson's cell with its ``Dec``/``Paged`` aliases set to ``cfg`` (each rewrite must apply once)."""
     bn, warps, stages, minb = cfg
     src = cell_source(NB, "v_decode")
-    src = re.sub(r"^%%cuda \w+[^\n]*", f'%%cuda dec_{bn}_{warps}_{stages}_{minb} -k "decode<Dec<128>>" -k "decode<Paged<128>>"', src)
-    src = re.sub(r"using Dec = DecConfig<D, [^>]*>", f"using Dec = DecConfig<D, {bn}, {warps}, {stages}, false, {minb}>", src)
-    src = re.sub(r"using Paged = DecConfig<D, [^>]*>", f"using Paged = DecConfig<D, {bn}, {warps}, {stages}, true, {minb}>", src)
+    for pattern, repl in ((r"^%%cuda \w+[^\n]*", f'%%cuda dec_{bn}_{warps}_{stages}_{minb} -k "decode<Dec<128>>" -k "decode<Paged<128>>"'),
+                          (r"using Dec = DecConfig<D, [^>]*>", f"using Dec = DecConfig<D, {bn}, {warps}, {stages}, false, {minb}>"),
+                          (r"using Paged = DecConfig<D, [^>]*>", f"using Paged = DecConfig<D, {bn}, {warps}, {stages}, true, {minb}>")):
+        src, n = re.subn(pattern, repl, src)
+        if n != 1:
+            raise ValueError(f"{NB.name} v_decode: {pattern!r} matched {n} times, not once")
+    return src
+
+
+def compile_variant(cfg) -> object:
     ns: dict = {}
-    run_source(src, "v_decode", ns)
+    run_source(variant_source(cfg), "v_decode", ns)
     return next(v for v in ns.values())
 
 

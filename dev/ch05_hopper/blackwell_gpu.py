@@ -1,4 +1,4 @@
-"""Lesson 05.06 (Blackwell) on whatever GPU is lent: prove the "needs sm_100" path, run what can run.
+"""Lesson 05.09 (Blackwell) on whatever GPU is lent: prove the "needs sm_100" path, run what can run.
 
 1. The device, its compute capability, and what the Blackwell problems say about it
    (``Problem.unavailable``: on an H100, "compiled and inspected only: running it needs a Blackwell

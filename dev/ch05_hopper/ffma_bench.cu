@@ -1,4 +1,4 @@
-// ffma_bench.py's kernel: how fast 05.04's promotion FFMAs issue, alone and beside wgmma.
+// ffma_bench.py's kernel: how fast 05.06's promotion FFMAs issue, alone and beside wgmma.
 // The warp layout of fp8_gemm<Fp8<128, 192, ...>>: a producer warpgroup (idle here, setmaxnreg 40) and
 // two consumer warpgroups (setmaxnreg 232, one warp of each per SM sub-partition), one CTA per SM.
 // Each consumer plays a ROLE:

@@ -1,4 +1,4 @@
-"""Why 05.04's promotion FFMAs issue slowly: a microbenchmark (ffma_bench.cu) with the lesson kernel's
+"""Why 05.06's (FP8 GEMM) promotion FFMAs issue slowly: a microbenchmark (ffma_bench.cu) with the lesson kernel's
 warp layout (producer warpgroup idle, two consumer warpgroups at setmaxnreg 232, one CTA per SM) that
 times the promotion's 96 FFMAs a thread with the SM clock under conditions: alone; two promoting warps
 per scheduler; beside the other warpgroup's wgmma m64n192k32 chain; right after its own wgmma (reading

@@ -1,5 +1,5 @@
 """*CPU*: rewrite the scheduling hints of a kernel's FFMA instructions in a cubin (an experiment for
-05.04's FP8 promotion, after DeepGEMM's published "FFMA interleaving" idea; our own code).
+05.06's FP8 promotion, after DeepGEMM's published "FFMA interleaving" idea; our own code).
 
 Every Hopper SASS instruction is 16 bytes; the high 8 bytes hold, besides encoding bits, the control
 information the compiler sets for the warp scheduler. Facts used here (read off our own cubins and

@@ -1,4 +1,4 @@
-"""Lesson 05.05 (FlashAttention-3 ideas) on a Hopper GPU: checked, wrong kernels run, timed.
+"""Lesson 05.07 (FlashAttention-3 ideas) on a Hopper GPU: checked, wrong kernels run, timed.
 
     python dev/ch05_hopper/flash3_gpu.py compile        # (CPU) every variant: registers, spills, setmaxnreg
     python dev/ch05_hopper/flash3_gpu.py check          # the reference (d 64, 128) at every visible and hidden
@@ -8,9 +8,8 @@
                                                         # d 64/128, S 1k–16k, causal and not; ablation: the
                                                         # switches at d 128 (and 64), S 4096
 
-The kernel comes from solutions/05_hopper_blackwell/07_flash3.ipynb (cell v_flash3), or from
-tools/ch05_hopper/flash3_cell.cu before the notebook is written, compiled with every ``F3<D, WS,
-PINGPONG, OVERLAP>`` the ablation needs. Correctness is grader.check before any timing; timing is
+The kernel comes from solutions/05_hopper_blackwell/07_flash3.ipynb (cell v_flash3), compiled with
+every ``F3<D, WS, PINGPONG, OVERLAP>`` the ablation needs. Correctness is grader.check before any timing; timing is
 grader.measure, each figure beside cuDNN's and flash's SDPA on the same q, k, v in the same run.
 flash3_gpu.sh runs each step in its own process with a timeout.
 """
@@ -31,7 +30,6 @@ from grader.problems import flash3 as P  # noqa: E402
 from grader.problems.attention import Attn  # noqa: E402
 
 NB = ROOT / "solutions" / "05_hopper_blackwell" / "07_flash3.ipynb"
-CELL = ROOT / "tools" / "ch05_hopper" / "flash3_cell.cu"
 REF = {128: "flash3<F3<128, 1, 1, 1>>", 64: "flash3<F3<64, 1, 1, 1>>"}
 ABLATION = {"reference (WS + ping-pong + overlap)": (1, 1, 1), "without warp specialization": (0, 1, 1),
             "without ping-pong": (1, 0, 1), "without intra-warpgroup overlap": (1, 1, 0),
@@ -45,7 +43,7 @@ def name(d: int, *switches: int) -> str:
 
 
 def source() -> str:
-    return cell_source(NB, "v_flash3") if NB.exists() else CELL.read_text()
+    return cell_source(NB, "v_flash3")
 
 
 def module(kernels, mod="f3", src=None):
@@ -55,30 +53,6 @@ def module(kernels, mod="f3", src=None):
     ns: dict = {}
     run_source(src, mod, ns)
     return ns[mod]
-
-
-def nonpersistent_launch():
-    """The first version of the kernel (dev/ch05_hopper/flash3_nonpersistent.cu): one CTA per unit."""
-    import math
-
-    import numpy as np
-
-    from grader.cuda.module import _torch_stream_handle
-    from grader.cuda.tma import tiled_rows_3d
-
-    ns: dict = {}
-    run_source((ROOT / "dev" / "ch05_hopper" / "flash3_nonpersistent.cu").read_text(), "f3np", ns)
-    by_d = {d: ns["f3np"][f"flash3<F3<{d}, 1, 1, 1>>"] for d in (128, 64)}
-
-    def launch(q, k, v, causal, o):
-        B, H, Sq, d = q.shape
-        Hkv, Sk = k.shape[1], k.shape[2]
-        kern = by_d[d]
-        qm = tiled_rows_3d(q, (128, 64))
-        km, vm = (tiled_rows_3d(k, (128, 64)), tiled_rows_3d(v, (128, 64))) if Sk else (qm, qm)
-        kern.launch((-(-Sq // 128), H, B), qm, km, vm, o, np.int32(Sq), np.int32(Sk), np.int32(H), np.int32(Hkv),
-                    np.float32(1.4426950408889634 / math.sqrt(d)), np.int32(bool(causal)), stream=_torch_stream_handle(q))
-    return launch
 
 
 def all_kernels():
@@ -164,16 +138,7 @@ def step_time(what: str) -> None:
                         print(f"TIME B={B} S={S} d={d} causal={causal}: failed: {str(e).splitlines()[0]}", flush=True)
         return
     allm = module(all_kernels(), "all")
-    try:
-        np_launch = nonpersistent_launch()
-        grader.check(np_launch, P.flash3, sizes=SMOKE, quiet=True)
-    except Exception as e:
-        print(f"TIME non-persistent: not timed: {str(e).splitlines()[0]}", flush=True)
-        np_launch = None
     for d in (128, 64):
-        if np_launch:
-            for causal in (False, True):
-                _time(np_launch, Attn(4, 32, 4096, d, causal=causal), f"non-persistent (one CTA per unit) d{d}", flash=False)
         for label, sw in ABLATION.items():
             if d == 64 and sw != (1, 1, 1):
                 continue                         # the switches at d 128 only (run 1 timed them at 64 too)

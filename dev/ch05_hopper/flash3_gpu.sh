@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Lesson 05.05 on a Hopper GPU, in one device call (repo root of the copy that travelled, .whl and .carry):
+# Lesson 05.07 (FlashAttention-3) on a Hopper GPU, in one device call (repo root of the copy that travelled, .whl and .carry):
 #   1. the reference at every visible and hidden size, each ablation variant at a few (check);
 #   2. the wrong kernels of tests/wrong/ch05_flash3.py that need a GPU, each in its own process, all at once
 #      (TESTS=1: tests/test_ch05_flash3.py's gpu-marked tests instead: the reference, then each mistake);
 #   3. the ablation (WS, ping-pong, overlap switched off) at d 128 and 64, S 4096, beside cuDNN SDPA;
-#   5. lesson 05 through the judge (--in-notebook; the chapter's other lessons removed from this copy);
+#   5. lesson 07 through the judge (--in-notebook; the chapter's other lessons removed from this copy);
 #   4. then the reference against cuDNN and flash SDPA: d 128/64, S 1k/4k/16k, causal and not (sweep).
 # With no .whl (the judge's wheels) the image's numpy is used and step 5 cannot run.
 # SCHEDULE=1 adds step 3s: the persistent loop's head groups (1 against the default) at d 128, S 4k/16k.
@@ -47,8 +47,8 @@ if [[ $skip != *" 3 "* ]]; then
   timeout "${ABL_S:-120}" python3 $py time ablation 2>&1 | grep -E "TIME|rror" | tee -a "$log"
 fi
 if [[ $skip != *" 5 "* ]]; then
-  echo "== 5. scoreboard (lesson 05)" | tee -a "$log"
-  find solutions/05_hopper_blackwell course/05_hopper_blackwell -name "0[12346]_*.ipynb" -delete
+  echo "== 5. scoreboard (lesson 07)" | tee -a "$log"
+  find solutions/05_hopper_blackwell course/05_hopper_blackwell -name "*.ipynb" ! -name "07_flash3.ipynb" -delete
   /usr/bin/time -f "scoreboard: %e s wall" timeout "${NB_S:-150}" python3 -m grader scoreboard 05_hopper_blackwell \
     --in-notebook --out "$out" > "$out/scoreboard_ch05.log" 2>&1
   tail -12 "$out/scoreboard_ch05.log" | tee -a "$log"

@@ -1,14 +1,15 @@
-"""Lesson 05.04 (FP8 GEMM with block scaling) on a Hopper GPU: checked, wrong kernels run, timed.
+"""Lesson 05.06 (FP8 GEMM with block scaling) on a Hopper GPU: checked, wrong kernels run, timed.
 
     python dev/ch05_hopper/fp8_gpu.py check           # the lesson's kernels at every visible and hidden size
     python dev/ch05_hopper/fp8_gpu.py wrong NAME      # one mistake of tests/wrong/ch05_fp8.py: caught by the values?
-    python dev/ch05_hopper/fp8_gpu.py time [SIZES]    # beside torch._scaled_mm (tensorwise, rowwise), 4096,8192
+    python dev/ch05_hopper/fp8_gpu.py time [SIZES]    # beside torch._scaled_mm (tensorwise, rowwise, blockwise)
     python dev/ch05_hopper/fp8_gpu.py accum           # FP8 wgmma's own accumulator over long K, without promotion
 
-The kernel comes from solutions/05_hopper_blackwell/06_fp8_gemm.ipynb (v_fp8) when it exists, else from
-tools/ch05_hopper/fp8_cell.cu, compiled with more ``fp8_gemm<Fp8<...>>`` instantiations. Correctness is
-grader.check before any timing; timing is grader.measure against cuBLAS's FP8 GEMM (torch._scaled_mm)
-on the same A and B, in the same run. fp8_gpu.sh runs each step in its own process with a timeout.
+The kernel comes from solutions/05_hopper_blackwell/06_fp8_gemm.ipynb (v_fp8), compiled with more
+``fp8_gemm<Fp8<...>>`` instantiations. Correctness is grader.check before any timing; timing is
+grader.measure against cuBLAS's FP8 GEMM (torch._scaled_mm) on the same A and B, in the same run: the
+lesson's kernel beside each of cuBLAS's scalings (tensorwise, the problem's peer; rowwise; blockwise, the
+problem's own 1 × 128 and 128 × 128 scales, grader.peers.scaled_mm("blockwise")). fp8_gpu.sh runs each step in its own process with a timeout.
 """
 from __future__ import annotations
 
@@ -19,10 +20,6 @@ import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-CELL_FILE = ROOT / "tools" / "ch05_hopper" / "fp8_cell.cu"
-# the cell the fp8_variants/*.patch files were made against (before the descriptors went through
-# opaque() and the turns went off by default, 2026-11-25): dev variants apply to it
-PATCH_BASE = ROOT / "dev" / "ch05_hopper" / "fp8_variants" / "cell_v1.cu"
 sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
@@ -43,7 +40,7 @@ SMOKE = [Shape(128, 128, 128), Shape(1000, 1032, 1024), Shape(200, 136, 8192), S
 
 
 def cell() -> str:
-    return cell_source(NB, "v_fp8") if NB.exists() else (ROOT / "tools" / "ch05_hopper" / "fp8_cell.cu").read_text()
+    return cell_source(NB, "v_fp8")
 
 
 def module(kernels=(LESSON,), name="fp8", source=None):
@@ -106,6 +103,7 @@ def _cached_problem():
     return F.fp8_gemm.variant(make_inputs=make)
 
 
+SCALINGS = (peers.scaled_mm("tensorwise"), peers.scaled_mm("rowwise"), peers.scaled_mm("blockwise"))
 TIMED = [LESSON, TURNS, "fp8_gemm<Fp8<128, 192, 4, 2, 8>>", "fp8_gemm<Fp8<128, 128, 5, 1, 8>>",
          "fp8_gemm<Fp8<128, 192, 4, 1, 16>>"]
 
@@ -114,8 +112,6 @@ def step_time(sizes) -> None:
     timed = os.environ["FP8_TIMED"].split(";") if os.environ.get("FP8_TIMED") else TIMED   # k;k;...
     mod = module(timed, "all")
     cands = [(k, F.fp8_gemm_launch(mod[k])) for k in timed]
-    # the ceiling (fp8_explore.cu), FP8_EXTRA (a fp8_variants patch) and FP8_PREV (the previous cell)
-    # took the scales (M, K/128) and as pointers: they are in this script at commit 77966ba
     problem = _cached_problem()
     good = []
     for k, launch in cands:
@@ -127,7 +123,7 @@ def step_time(sizes) -> None:
     for n in sizes:
         size = Shape(n, n, n)
         for k, launch in good:
-            for peer in (peers.scaled_mm("tensorwise"), peers.scaled_mm("rowwise")) if k == LESSON else ("problem",):
+            for peer in SCALINGS if k == LESSON else ("problem",):
                 try:
                     print(f"TIME {size}: {grader.measure(launch, problem, k, size=size, peer=peer)}", flush=True)
                 except Exception as e:

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Lesson 05.04 on a Hopper GPU, in one device call (repo root of the copy that travelled, .whl and .carry):
+# Lesson 05.06 (FP8 GEMM) on a Hopper GPU, in one device call (repo root of the copy that travelled, .whl and .carry):
 #   1. the reference at every visible and hidden size (and seeds), the variants at a few (check);
 #   2. each value-caught wrong kernel of tests/wrong/ch05_fp8.py, in its own process;
 #   3. FP8 wgmma's accumulator over long K, promoted or not (accum);
-#   4. the kernel and its variants beside torch._scaled_mm (tensorwise, rowwise) at TIME_SIZES (4096,8192);
-#   5. lesson 04's FP8 notebook through the judge (--in-notebook; the chapter's other notebooks removed
+#   4. the kernel and its other configurations beside torch._scaled_mm (tensorwise, rowwise, blockwise)
+#      at TIME_SIZES (4096,8192);
+#   5. the FP8 notebook (06_fp8_gemm) through the judge (--in-notebook; the chapter's other notebooks removed
 #      from this copy to save time).
 # Each step has its own timeout (CHECK_S, WRONG_S, ACCUM_S, TIME_S, NB_S); SKIP="3 5" skips steps 3 and 5.
 # Usage: bash dev/ch05_hopper/fp8_gpu.sh OUTDIR
@@ -35,9 +36,8 @@ if [[ $skip != *" 4 "* ]]; then
   timeout "${TIME_S:-75}" python3 $py time "${TIME_SIZES:-4096,8192}" 2>&1 | grep -E "TIME|WRONG|Error|rror:" | tee -a "$log"
 fi
 if [[ $skip != *" 5 "* ]]; then
-  echo "== 5. scoreboard (lesson 04)" | tee -a "$log"
-  rm -f solutions/05_hopper_blackwell/0[12356]_*.ipynb course/05_hopper_blackwell/0[12356]_*.ipynb \
-    solutions/05_hopper_blackwell/05_schedules.ipynb course/05_hopper_blackwell/05_schedules.ipynb
+  echo "== 5. scoreboard (lesson 06)" | tee -a "$log"
+  find solutions/05_hopper_blackwell course/05_hopper_blackwell -name "*.ipynb" ! -name "06_fp8_gemm.ipynb" -delete
   cp results/scoreboard.json "$out/" 2>/dev/null
   /usr/bin/time -f "scoreboard: %e s wall" timeout "${NB_S:-70}" python3 -m grader scoreboard 05_hopper_blackwell \
     --in-notebook --out "$out" > "$out/scoreboard_ch05.log" 2>&1

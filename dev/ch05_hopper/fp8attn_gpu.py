@@ -1,12 +1,12 @@
-"""Lesson 05.05's FP8 part (FP8 attention) on a Hopper GPU: checked, wrong kernels run, accuracy, timed.
+"""Lesson 05.08 (FP8 attention) on a Hopper GPU: checked, wrong kernels run, accuracy, timed.
 
     python dev/ch05_hopper/fp8attn_gpu.py check          # the reference at every visible and hidden size
     python dev/ch05_hopper/fp8attn_gpu.py wrong NAME     # one mistake of tests/wrong/ch05_flash3_fp8.py: caught?
     python dev/ch05_hopper/fp8attn_gpu.py accuracy       # rms error against float64 of the unrounded inputs
-    python dev/ch05_hopper/fp8attn_gpu.py time           # FP8 against cuDNN SDPA bf16 and 05.05's bf16 kernel
+    python dev/ch05_hopper/fp8attn_gpu.py time           # FP8 against cuDNN SDPA bf16 and 05.07's bf16 kernel
 
-The FP8 kernel comes from solutions/05_hopper_blackwell/08_flash3_fp8.ipynb (cell v_flash3_fp8), or from
-tools/ch05_hopper/flash3_fp8_cell.cu before the notebook exists; 05.05's bf16 kernel from its notebook.
+The FP8 kernel comes from solutions/05_hopper_blackwell/08_flash3_fp8.ipynb (cell v_flash3_fp8), 05.07's
+bf16 kernel from 07_flash3.ipynb (cell v_flash3).
 Correctness is grader.check; timing grader.measure, every figure of one size in one process.
 fp8attn_gpu.sh runs each step in its own process with a timeout.
 """
@@ -30,7 +30,7 @@ from grader.problems.attention import Attn  # noqa: E402
 from tests.cells import compile_cell  # noqa: E402
 
 NB = ROOT / "solutions" / "05_hopper_blackwell" / "08_flash3_fp8.ipynb"
-CELL = ROOT / "tools" / "ch05_hopper" / "flash3_fp8_cell.cu"
+BF16_NB = ROOT / "solutions" / "05_hopper_blackwell" / "07_flash3.ipynb"
 REF = "flash3_fp8<F8<0, 1, 1>>"
 VARIANTS = {"reference: 192-key tiles, ring of 4, lazy rescale, four chains (F8<0, 1, 1>)": REF,
             "rescale whenever a max moves (F8<0, 0, 1>)": "flash3_fp8<F8<0, 0, 1>>",
@@ -45,10 +45,7 @@ OLD = {"first form: wait after the softmax": REF}
 
 
 def source() -> str:
-    try:
-        return cell_source(NB, "v_flash3_fp8") if NB.exists() else CELL.read_text()
-    except ImportError:                       # no nbformat (the image's Python without the course's wheels)
-        return CELL.read_text()
+    return cell_source(NB, "v_flash3_fp8")
 
 
 def fp8_module(src=None, name="f8"):
@@ -59,7 +56,7 @@ def fp8_module(src=None, name="f8"):
 
 
 def bf16_launch():
-    src = (ROOT / "tools" / "ch05_hopper" / "flash3_cell.cu").read_text()   # what 07_flash3.ipynb is made from
+    src = cell_source(BF16_NB, "v_flash3")
     m = compile_cell(src, "f3", only="flash3<F3<128, 1, 1, 1>>")
     return F3.flash3_launch(m["flash3<F3<128, 1, 1, 1>>"])
 

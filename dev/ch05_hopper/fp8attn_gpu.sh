@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Lesson 05.05's FP8 part on a Hopper GPU, in one device call (repo root of the copy that travelled, .whl, .carry):
+# Lesson 05.08 (FP8 attention) on a Hopper GPU, in one device call (repo root of the copy that travelled, .whl, .carry):
 #   1. the reference at every visible and hidden size (and the other variants at five);
-#   4. timing (before 2 and 3: nothing else on the GPU): FP8 against cuDNN SDPA bf16 and against 05.05's
+#   4. timing (before 2 and 3: nothing else on the GPU): FP8 against cuDNN SDPA bf16 and against 05.07's
 #      bf16 kernel, same process, every variant and the first form (TIME_WHAT=variants, the default);
 #   2. the wrong kernels of tests/wrong/ch05_flash3_fp8.py, each in its own process, three at once;
 #   3. accuracy against float64 of the unrounded inputs (bf16 SDPA, FP8 with and without the rotation);
@@ -44,7 +44,7 @@ if [[ $skip != *" 3 "* ]]; then
   timeout "${ACC_S:-90}" python3 $py accuracy 2>&1 | grep -E "ACCURACY|rror" | tee -a "$log"
 fi
 if [[ $skip != *" 5 "* ]]; then
-  echo "== 5. scoreboard (lesson 05 fp8)" | tee -a "$log"
+  echo "== 5. scoreboard (lesson 08)" | tee -a "$log"
   find solutions/05_hopper_blackwell course/05_hopper_blackwell -name "*.ipynb" ! -name "08_flash3_fp8.ipynb" -delete
   /usr/bin/time -f "scoreboard: %e s wall" timeout "${NB_S:-240}" python3 -m grader scoreboard 05_hopper_blackwell ${NB_ARGS---in-notebook} \
     --out "$out" > "$out/scoreboard_ch05_fp8.log" 2>&1

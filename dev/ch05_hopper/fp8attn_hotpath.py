@@ -1,16 +1,17 @@
-"""Lesson 05.05 FP8: a warp's instructions on a key tile's common path, counted in the machine code (no GPU).
+"""Lesson 05.08 (FP8 attention): a warp's instructions on a key tile's common path, counted in the machine code (no GPU).
 
 The consumer loop is the innermost backward branch around the register-A QGMMAs (P V); its basic blocks minus
 the cold ones -- a barrier wait's retry (its try again, its clock reads), O's rescale (>= 32 FMUL), the masking (>= 32 FSEL with
 ISETP), the quad's max when it moves (SHFL) -- are what a warp issues on a tile with no mask and no new max
 whose waits succeed at once (the signaller's arrivals counted for every warp). Per tile: the loop's count over
-its tiles (S's QGMMA with gsb0). fp8attn_v5's round used it to compare the cuts before any GPU run:
+its tiles (S's QGMMA with gsb0). Variants of the cell were compared with it before any GPU run:
 
-    LD_PRELOAD=<nvrtc 13.0.48 lib>/libnvrtc.so.13 python dev/ch05_hopper/fp8attn_hotpath.py [CELL_OR_PATCH [KERNEL...]]
+    LD_PRELOAD=<nvrtc 13.0.48 lib>/libnvrtc.so.13 python dev/ch05_hopper/fp8attn_hotpath.py [CELL.cu|- [KERNEL...]]
 
 (the device compiles with NVRTC 13.0; tests/test_nvrtc_13_0.py says where CI gets that library.) Defaults:
-the lesson's cell, F8<0, 1, 1>. A .patch is applied to fp8attn_variants/cell_v5a.cu (cuts.patch). It reads the
-two-buffer loop of cell_v5a.cu and after (two tiles an iteration); cell_v4.cu's loop it does not find.
+the lesson's cell (solutions/05_hopper_blackwell/08_flash3_fp8.ipynb, v_flash3_fp8; "-" for it too), F8<0, 1, 1>;
+CELL.cu: a variant of that cell's text, %%cuda line included. It reads a two-buffer loop (two tiles an
+iteration), the cell's since 2026-11-25.
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ os.environ.setdefault("GRADER_FORCE_SIM", "1")
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "dev" / "ch05_hopper"))
+NB = ROOT / "solutions" / "05_hopper_blackwell" / "08_flash3_fp8.ipynb"
 
 _BRA = re.compile(r"BRA (?:\S+, )?0x([0-9a-f]+)")
 _OP = re.compile(r"^@!?U?P\w+ ")
@@ -91,16 +92,16 @@ def hot_path(sass_text: str) -> tuple[float, Counter]:
 def main():
     from cuda.bindings import nvrtc
     from grader.cuda import sass
+    from grader.notebooks import cell_source
     from tests.cells import compile_cell
-    from variant_patch import variant_source
 
-    src = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "tools" / "ch05_hopper" / "flash3_fp8_cell.cu"
+    given = sys.argv[1] if len(sys.argv) > 1 and sys.argv[1] != "-" else None
     kerns = sys.argv[2:] or ["flash3_fp8<F8<0, 1, 1>>"]
-    text = variant_source(src, ROOT / "dev" / "ch05_hopper" / "fp8attn_variants" / "cell_v5a.cu") if src.suffix == ".patch" else src.read_text()
+    text = Path(given).read_text() if given else cell_source(NB, "v_flash3_fp8")
     first, _, body = text.partition("\n")
     first = re.sub(r' -k "[^"]*"', "", first) + "".join(f' -k "{k}"' for k in kerns)
     m = compile_cell(first + "\n" + body, "hotpath")
-    print(f"NVRTC {'.'.join(map(str, nvrtc.nvrtcVersion()[1:]))}, {src.name}")
+    print(f"NVRTC {'.'.join(map(str, nvrtc.nvrtcVersion()[1:]))}, {given or NB.name + ' v_flash3_fp8'}")
     for k in kerns:
         n, ops = hot_path(sass.disassemble(m, k))
         top = " ".join(f"{o}:{v:g}" for o, v in ops.most_common(8))

@@ -1,8 +1,8 @@
-"""The program Nsight Compute profiles for lesson 05.05's FP8 part: the FP8 kernel and 05.05's bf16 kernel
-once each (and a variant of fp8attn_v3.py), non-causal, at the benchmark size (B 4, H 32, S 4096, d 128), on the same values (the bf16
-kernel gets the FP8 inputs decoded, as the fa3_bf16 peer does).
+"""The program Nsight Compute profiles for lesson 05.08 (FP8 attention): the FP8 kernel and 05.07's bf16
+kernel once each, non-causal, at the benchmark size (B 4, H 32, S 4096, d 128), on the same values (the
+bf16 kernel gets the FP8 inputs decoded, as the fa3_bf16 peer does).
 
-    python dev/ch05_hopper/fp8attn_ncu.py [V3_LABEL]     # then a variant of fp8attn_v3.py (its own inputs)
+    python dev/ch05_hopper/fp8attn_ncu.py
 
 fp8attn_ncu.sh runs it under ncu (--set full, source counters) and exports what it needs as text.
 """
@@ -24,7 +24,7 @@ from grader.problems import flash3_fp8 as P  # noqa: E402
 from tests.cells import compile_cell  # noqa: E402
 
 
-def main(v3: str | None = None) -> None:
+def main() -> None:
     import torch
 
     m = compile_cell(source(), "f8n", only=REF)
@@ -37,17 +37,9 @@ def main(v3: str | None = None) -> None:
     o = torch.empty_like(q)
     fp8(t["q"], t["k"], t["vt"], t["qd"], t["kd"], t["vd"], causal, o)      # the first launch ncu takes
     b16(q, k, v, causal, o)                                                # the second
-    if v3:                                                                 # the third
-        import fp8attn_v3 as V
-
-        kern, perm = V.VARIANTS[v3]
-        launch = V.launcher(V.module()[kern], perm)
-        if not perm:                                                       # P by shuffles: natural key order
-            t["vt"] = torch.from_numpy(np.ascontiguousarray(P.unpermute(inp["vt"]))).cuda()
-        launch(t["q"], t["k"], t["vt"], t["qd"], t["kd"], t["vd"], causal, o)
     torch.cuda.synchronize()
     print("NCU target done", flush=True)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 and sys.argv[1] else None)
+    main()

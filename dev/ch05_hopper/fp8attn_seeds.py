@@ -1,4 +1,4 @@
-"""05.05 FP8's reference at every visible and hidden size, each with fresh random seeds (the dev
+"""05.08's (FP8 attention) reference at every visible and hidden size, each with fresh random seeds (the dev
 check uses one fixed seed; the judge draws its own: that is how the tolerance's missing term was
 found). Usage on a Hopper GPU: python dev/ch05_hopper/fp8attn_seeds.py [SEEDS]"""
 from __future__ import annotations

@@ -3,7 +3,7 @@
 #   1. the scoreboard of chapter 05 through the judge, with --in-notebook;
 #   2. the gpu-marked tests of tests/test_ch05_*.py but Blackwell's (references, each wrong kernel caught);
 #   3. a smoke test and a sweep of the TMA transpose (tma_sweep.py);
-#   4. lesson 06 (Blackwell) on this GPU: blackwell_gpu.py (off Blackwell, the "needs sm_100" path).
+#   4. lesson 09 (Blackwell) on this GPU: blackwell_gpu.py (off Blackwell, the "needs sm_100" path).
 # Usage: bash dev/ch05_hopper/gpu_run.sh OUTDIR
 set -u
 out=$1

@@ -5,7 +5,7 @@
 #   2. each wrong kernel of tests/wrong/ch05_pipelines.py that can hang, in its own process, all at once;
 #   3. CUTLASS checked at every visible and hidden size;
 #   4. the ladder and the variants beside cuBLAS (TIME_SIZES, default 4096,8192);
-#   5. lesson 03 through the judge (--in-notebook; lessons 01 and 02 removed from this copy to save time);
+#   5. lesson 03 through the judge (--in-notebook; the chapter's other lessons removed from this copy to save time);
 #   6. Nsight Compute: tensor-pipe activity of the lesson's kernel and of cuBLAS at 8192³.
 # Each step has its own timeout (seconds: CHECK_S, WRONG_S, CUTLASS_S, TIME_S, NB_S, NCU_S); SKIP="0 2 6" skips
 # steps 0, 2 and 6 (the others always run).
@@ -44,7 +44,7 @@ if [[ $skip != *" 4 "* ]]; then
 fi
 if [[ $skip != *" 5 "* ]]; then
   echo "== 5. scoreboard (lesson 03)" | tee -a "$log"
-  rm -f solutions/05_hopper_blackwell/0[12]_*.ipynb course/05_hopper_blackwell/0[12]_*.ipynb
+  find solutions/05_hopper_blackwell course/05_hopper_blackwell -name "*.ipynb" ! -name "03_pipelines.ipynb" -delete
   cp results/scoreboard.json "$out/"
   /usr/bin/time -f "scoreboard: %e s wall" timeout "${NB_S:-150}" python3 -m grader scoreboard 05_hopper_blackwell \
     --in-notebook --out "$out" > "$out/scoreboard_ch05.log" 2>&1

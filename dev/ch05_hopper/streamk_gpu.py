@@ -1,4 +1,4 @@
-"""Lesson 05.04 (schedules: Stream-K, fused epilogue) on a Hopper GPU: checked, wrong kernels run, timed.
+"""Lesson 05.05 (schedules: Stream-K, fused epilogue) on a Hopper GPU: checked, wrong kernels run, timed.
 
     python dev/ch05_hopper/streamk_gpu.py check          # both problems at every visible and hidden size
     python dev/ch05_hopper/streamk_gpu.py wrong NAME     # one mistake of tests/wrong/ch05_streamk.py: caught?

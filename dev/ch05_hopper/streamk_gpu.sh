@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Lesson 05.04 (schedules) on a Hopper GPU, in one device call (repo root of the copy that travelled, .whl and .carry):
+# Lesson 05.05 (schedules) on a Hopper GPU, in one device call (repo root of the copy that travelled, .whl and .carry):
 #   1. the reference (Stream-K and the fused epilogue) at every visible and hidden size, other splits (check);
 #   2. each value-caught wrong kernel of tests/wrong/ch05_streamk.py, in its own process;
 #   3. the schedules against cuBLAS at the wave-quantized shapes, 4096³ and 8192³; the fused epilogue

@@ -2,14 +2,12 @@
 
     python dev/ch05_hopper/wgmma_gpu.py check          # the lesson's kernel at every visible and hidden size
     python dev/ch05_hopper/wgmma_gpu.py wrong NAME     # one mistake of tests/wrong/ch05_wgmma.py: caught?
-    python dev/ch05_hopper/wgmma_gpu.py time [--quick] # configurations and dev variants beside cuBLAS
+    python dev/ch05_hopper/wgmma_gpu.py time [--quick] # the cell's configurations beside cuBLAS
     python dev/ch05_hopper/wgmma_gpu.py compile        # (CPU) every candidate compiles; registers, spills
 
 The lesson's cell comes from solutions/05_hopper_blackwell/02_wgmma.ipynb (v_wgmma), compiled with
-more ``wgmma_gemm<Wg<BM, BN, STAGES>>`` instantiations; the dev variants (``wgmma_dev<Dv<...>>``,
-wgmma_variants.cu: empty mbarriers instead of the block barrier, a TMA-store epilogue) have their
-own launch (a third tensor map, over C). Correctness is grader.check on ragged sizes before any
-timing; timing is grader.measure (cuBLAS through torch.matmul on the same A and B, same run) at
+more ``wgmma_gemm<Wg<BM, BN, STAGES>>`` instantiations. Correctness is grader.check on ragged sizes
+before any timing; timing is grader.measure (cuBLAS through torch.matmul on the same A and B, same run) at
 4096³ and 8192³. Each step prints one line per candidate; wgmma_gpu.sh runs the steps, each in its
 own process with a timeout.
 """
@@ -21,11 +19,10 @@ import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 
 import grader  # noqa: E402
-from grader.cuda import compile_cuda, sass  # noqa: E402
+from grader.cuda import sass  # noqa: E402
 from grader.notebooks import cell_source, run_source  # noqa: E402
 from grader.problems import hopper as P  # noqa: E402
 from grader.problems.gemm import Shape  # noqa: E402
@@ -34,8 +31,6 @@ NB = ROOT / "solutions" / "05_hopper_blackwell" / "02_wgmma.ipynb"
 LESSON = "wgmma_gemm<Wg<128, 256, 4>>"
 CONFIGS = [LESSON, "wgmma_gemm<Wg<128, 256, 3>>", "wgmma_gemm<Wg<128, 128, 4>>", "wgmma_gemm<Wg<128, 128, 3>>",
            "wgmma_gemm<Wg<64, 256, 4>>", "wgmma_gemm<Wg<64, 128, 2>>"]
-DEV = ["wgmma_dev<Dv<128, 256, 4, 0, 0>>", "wgmma_dev<Dv<128, 256, 4, 1, 0>>", "wgmma_dev<Dv<128, 256, 4, 0, 1>>",
-       "wgmma_dev<Dv<128, 256, 4, 1, 1>>", "wgmma_dev<Dv<128, 256, 3, 1, 1>>", "wgmma_dev<Dv<128, 256, 4, 1, 1, 16>>"]
 SMOKE = [Shape(128, 256, 64), Shape(1000, 1032, 1016), Shape(1, 8, 8), Shape(200, 136, 8200)]
 
 
@@ -48,42 +43,12 @@ def lesson_module(kernels=(LESSON,)):
     return ns["wg"]
 
 
-def dev_module():
-    return compile_cuda((HERE / "wgmma_variants.cu").read_text(), name="wgmma_dev", arch="sm_90a", kernels=DEV)
-
-
-def dev_launch(kernel):
-    """launch(a, b, c) of a wgmma_dev<Dv<...>> kernel: the lesson's maps, plus one over C for the
-    TMA-store epilogue (boxes TILE_M × 64, the 128-byte swizzle)."""
-    import numpy as np
-
-    from grader.cuda.module import _torch_stream_handle
-    from grader.cuda.tma import tiled_2d
-
-    shape = kernel.launch_shape
-    maps: dict = {}
-
-    def cached(x, box):
-        key = (int(x.data_ptr()), tuple(x.shape), box)
-        if key not in maps:
-            maps[key] = tiled_2d(x, box, "128B")
-        return maps[key]
-
-    def launch(a, b, c):
-        M, K = a.shape
-        N = b.shape[1]
-        tm, tn = shape.tiles(M, N)
-        kernel.launch((tm * tn,), cached(a, (shape.tile_m, 64)), cached(b, (64, 64)), cached(c, (shape.tile_m, 64)), c,
-                      np.int32(M), np.int32(N), np.int32(K), stream=_torch_stream_handle(a))
-    return launch
-
-
 def step_compile() -> None:
-    for mod, names in ((lesson_module(CONFIGS), CONFIGS), (dev_module(), DEV)):
-        for k in names:
-            r = sass.require(mod, k, present=["HGMMA", "UTMALDG.2D"], absent=["LDL", "STL"], raise_=False)
-            print(f"{k:40s} {mod.launch_shape(k)}; registers {r.registers}, spills {r.spill_stores or 0}, "
-                  f"{'ok' if r.ok else r.problems}")
+    mod = lesson_module(CONFIGS)
+    for k in CONFIGS:
+        r = sass.require(mod, k, present=["HGMMA", "UTMALDG.2D"], absent=["LDL", "STL"], raise_=False)
+        print(f"{k:40s} {mod.launch_shape(k)}; registers {r.registers}, spills {r.spill_stores or 0}, "
+              f"{'ok' if r.ok else r.problems}")
 
 
 def step_check() -> None:
@@ -120,11 +85,6 @@ def step_time(quick: bool) -> None:
         cands += [(k, P.wgmma_gemm_launch(lm[k])) for k in CONFIGS]
     except Exception:
         traceback.print_exc()
-    try:
-        dm = dev_module()
-        cands += [(k, dev_launch(dm[k])) for k in DEV]
-    except Exception:
-        traceback.print_exc()
     try:                                              # a mistake that stays right: how slow is serialized?
         from tests.wrong import ch05_wgmma as W
         src = W.cpp_variant(cell_source(NB, "v_wgmma"), W.WGMMA_MISTAKES["final_wait_one"])
@@ -142,7 +102,7 @@ def step_time(quick: bool) -> None:
             print(f"{k}: WRONG, not timed: {str(e).splitlines()[0]}")
     for size in ([Shape(4096, 4096, 4096)] if quick else [Shape(4096, 4096, 4096), Shape(8192, 8192, 8192)]):
         for k, launch in good:
-            if size.M > 4096 and k not in (LESSON, *DEV[1:4]):
+            if size.M > 4096 and k != LESSON:
                 continue
             try:
                 print(f"{size}: {grader.measure(launch, P.wgmma_gemm, k, size=size)}", flush=True)

@@ -3,7 +3,7 @@
 #   check      the reference at every visible and hidden size (wgmma_gpu.py check);
 #   wrong      each wrong kernel of tests/wrong/ch05_wgmma.py in its own process, four at a time:
 #              caught by the values? by the rubric?
-#   time       the lesson's configurations and the dev variants beside cuBLAS at 4096³ and 8192³;
+#   time       the cell's configurations beside cuBLAS at 4096³ and 8192³;
 #   tests      the gpu-marked tests of tests/test_ch05_wgmma.py;
 #   scoreboard chapter 05 through the judge (--in-notebook), merged into a copy of results/scoreboard.json.
 # STEPS picks them (default: check wrong time scoreboard); each has its own timeout in seconds

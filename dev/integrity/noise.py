@@ -2,15 +2,17 @@
 
     python dev/integrity/noise.py [N=10]          # on a GPU
 
-Each round is a full nbgrader autograde of solutions/01_elementwise/01_threads_and_blocks.ipynb
-less its ungraded block-size sweep, in one scratch course (GRADER_RECORD collects the speed cell's measurement). Prints every
+Each round grades solutions/01_elementwise/01_threads_and_blocks.ipynb, less its ungraded block-size
+sweep, as the instructor's autograde does (grader.autograde.grade_lesson: the judge, in the sandbox
+grader.judge.sandbox.choose picks; the solution handed in as the submission, as the scoreboard does).
+Prints every
 round's figure (GB/s, % of the copy peer, points), then the spread of the figure
 ((max − min) / median, and the interquartile range), and whether the speed points ever differed.
 grader.score.NOISE (the grace band below a target) must stay above the spread seen here.
 Writes the rows to $OUT/noise.json when OUT is set.
 
-The figure is what the grader itself measured and recorded: grader.autograde runs the notebook in
-nbgrader, and the speed cell's grader.speed writes its measurement to $GRADER_RECORD.
+The figure is what the grader itself measured and recorded: the judge's speed record for the cell
+speed_vector_add, collected in this process (grader.record.collecting).
 """
 from __future__ import annotations
 
@@ -26,10 +28,13 @@ import nbformat
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))              # run as a script: the repository's grader
 
-from grader.autograde import autograde, make_scratch_course  # noqa: E402
+from grader.autograde import grade_lesson  # noqa: E402
+from grader.judge.sandbox import choose  # noqa: E402
+from grader.record import collecting  # noqa: E402
 from grader.score import NOISE  # noqa: E402
 
 LESSON = ROOT / "solutions" / "01_elementwise" / "01_threads_and_blocks.ipynb"
+RELEASE = ROOT / "course" / "01_elementwise" / "01_threads_and_blocks.ipynb"
 
 
 def without_sweep(nb) -> None:
@@ -39,19 +44,19 @@ def without_sweep(nb) -> None:
 
 def main(rounds: int = 10) -> int:
     rows = []
+    box = choose()
     with tempfile.TemporaryDirectory(prefix="noise-") as tmp:
-        course = make_scratch_course("01_elementwise", Path(tmp) / "course")
-        lesson = Path(tmp) / "in" / LESSON.name      # without the ungraded block-size sweep (~25 s)
-        lesson.parent.mkdir()
-        nb = nbformat.read(LESSON, as_version=4)
-        without_sweep(nb)
-        nbformat.write(nb, lesson)
+        made = {}
+        for part, path in (("source", LESSON), ("release", RELEASE)):   # without the block-size sweep (~25 s)
+            made[part] = Path(tmp) / part / LESSON.name
+            made[part].parent.mkdir()
+            nb = nbformat.read(path, as_version=4)
+            without_sweep(nb)
+            nbformat.write(nb, made[part])
         for r in range(rounds):
-            rec = Path(tmp) / f"record{r}.jsonl"
-            grades = autograde([lesson], "01_elementwise", course, student=f"round{r}",
-                               env={"GRADER_RECORD": str(rec)})
-            speed = next(g for g in grades if g.cell == "speed_vector_add")
-            recs = [json.loads(line) for line in rec.read_text().splitlines()] if rec.exists() else []
+            with collecting() as recs:
+                result, _ = grade_lesson(made["source"], made["release"], made["source"], box, feedback=False)
+            speed = next(v for v in result.verdicts if v.grade_id == "speed_vector_add")
             m = next((x for x in recs if x.get("kind") == "speed"), {})
             rows.append({"round": r, "points": speed.score, "value": m.get("value"),
                          "fraction": m.get("fraction"), "spread": m.get("spread"), "reason": speed.reason})

@@ -4,6 +4,7 @@ Each is a plausible mistake, kept beside the right answer so the check that
 catches it stays honest. Launch signatures match the problems in
 grader/problems/reduce.py.
 """
+import functools
 import math
 
 import numpy as np
@@ -11,86 +12,46 @@ from numba import cuda, float32
 from numba.types import float16
 
 from grader import bf16
+from tests.wrong import lesson_variant
 
 FULL = 0xFFFFFFFF
 THREADS = 256
 
 
 # ---------------------------------------------------------------- block sum: tree without barriers
-@cuda.jit
-def _tree_no_sync(x, sums):
-    s = cuda.shared.array(THREADS, float32)
-    t = cuda.threadIdx.x
-    i = cuda.grid(1)
-    s[t] = x[i] if i < x.size else 0.0
-    cuda.syncthreads()
-    stride = THREADS // 2
-    while stride > 0:
-        if t < stride:
-            s[t] += s[t + stride]
-        stride //= 2                      # WRONG: no cuda.syncthreads() between the steps
-    if t == 0:
-        sums[cuda.blockIdx.x] = s[0]
+@functools.cache
+def _tree_no_sync():
+    """Lesson 02.01's v3 (sequential addressing) without the barrier between the tree's steps."""
+    ns = lesson_variant("02_reduce", "01_atomics_and_trees.ipynb", "v3_sequential",
+                        [("            s[t] += s[t + stride]\n        cuda.syncthreads()\n",
+                          "            s[t] += s[t + stride]\n")],       # WRONG: no barrier between the steps
+                        before=("setup", "v1_atomic"))
+    return ns["launch_block_sum"]
 
 
 def block_sum_missing_syncthreads(x, sums):
-    _tree_no_sync[sums.size, THREADS](x, sums)
+    _tree_no_sync()(x, sums)
 
 
 # ---------------------------------------------------------------- sum: shuffles gone wrong
-@cuda.jit
-def _zero(out):
-    if cuda.grid(1) < out.size:
-        out[cuda.grid(1)] = 0.0
-
-
-@cuda.jit
-def _sum_half_mask(x, out):
-    i = cuda.grid(1)
-    v = x[i] if i < x.size else float32(0.0)
-    offset = 16
-    while offset > 0:
-        v += cuda.shfl_down_sync(0x0000FFFF, v, offset)   # WRONG: the mask leaves out lanes 16-31, which call too
-        offset //= 2
-    if cuda.laneid == 0:
-        cuda.atomic.add(out, 0, v)
+@functools.cache
+def _warp_sum_with(old: str, new: str):
+    """launch_v1 of lesson 02.02 (a warp's shuffle sum, one atomic per warp) with one line changed."""
+    return lesson_variant("02_reduce", "02_warps.ipynb", "v1_warp", [(old, new)])["launch_v1"]
 
 
 def sum_wrong_mask(x, out):
-    _zero[1, 32](out)
-    _sum_half_mask[(x.size + 255) // 256, 256](x, out)
-
-
-@cuda.jit
-def _sum_width16(x, out):
-    i = cuda.grid(1)
-    v = x[i] if i < x.size else float32(0.0)
-    offset = 8                                           # WRONG: starts at 8, as if the warp were 16 lanes wide
-    while offset > 0:
-        v += cuda.shfl_down_sync(FULL, v, offset)
-        offset //= 2
-    if cuda.laneid == 0:
-        cuda.atomic.add(out, 0, v)                       # lanes 16-31's half-warp sum is lost
+    # WRONG: the mask leaves out lanes 16-31, which call too
+    _warp_sum_with("cuda.shfl_down_sync(FULL, v, offset)", "cuda.shfl_down_sync(0x0000FFFF, v, offset)")(x, out)
 
 
 def sum_wrong_width(x, out):
-    _zero[1, 32](out)
-    _sum_width16[(x.size + 255) // 256, 256](x, out)
+    # WRONG: starts at 8, as if the warp were 16 lanes wide: lanes 16-31's half-warp sum is lost
+    _warp_sum_with("    offset = 16\n", "    offset = 8\n")(x, out)
 
 
-@cuda.jit(device=True)
-def _block_sum(v):
-    s = cuda.shared.array(32, float32)
-    lane, warp = cuda.threadIdx.x % 32, cuda.threadIdx.x // 32
-    for k in range(5):
-        v += cuda.shfl_xor_sync(FULL, v, 16 >> k)
-    if lane == 0:
-        s[warp] = v
-    cuda.syncthreads()
-    v = s[lane] if lane < cuda.blockDim.x // 32 else float32(0.0)
-    for k in range(5):
-        v += cuda.shfl_xor_sync(FULL, v, 16 >> k)
-    return v
+# every thread gets its block's total: the lesson's own helper (02.04's given cell), not itself a mistake
+_block_sum = lesson_variant("02_reduce", "04_norms.ipynb", "given", [])["block_allreduce_sum"]
 
 
 @cuda.jit

@@ -2,66 +2,39 @@
 
 Each is a plausible mistake, kept beside the references (tests/test_ch03_gemm.py).
 """
+import functools
+
 import numpy as np
 from numba import cuda, float32
 from numba.core.types import float16
 
-TILE = 16
+from tests.wrong import lesson_variant
 
 
-# ---------------------------------------------------------------- the K remainder is skipped
-@cuda.jit
-def _tiled_skips_k_remainder(a, b, c):
-    As = cuda.shared.array((TILE, TILE), float32)
-    Bs = cuda.shared.array((TILE, TILE), float32)
-    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
-    n = cuda.blockIdx.x * TILE + tx
-    m = cuda.blockIdx.y * TILE + ty
-    M, K = a.shape
-    N = b.shape[1]
-    acc = float32(0.0)
-    for t in range(K // TILE):                     # BUG: drops the last K % TILE columns of A
-        k0 = t * TILE
-        As[ty, tx] = a[m, k0 + tx] if m < M else float32(0.0)
-        Bs[ty, tx] = b[k0 + ty, n] if n < N else float32(0.0)
-        cuda.syncthreads()
-        for k in range(TILE):
-            acc += As[ty, k] * Bs[k, tx]
-        cuda.syncthreads()
-    if m < M and n < N:
-        c[m, n] = acc
+# ---------------------------------------------------------------- lesson 03.01's v2, changed
+def _tiled(replacements):
+    """launch_tiled of solutions/03_gemm/01_naive_and_tiling.ipynb (cell v2_tiled) with lines changed."""
+    return lesson_variant("03_gemm", "01_naive_and_tiling.ipynb", "v2_tiled", replacements)["launch_tiled"]
+
+
+@functools.cache
+def _skips_k_remainder():
+    # BUG: whole K tiles only: drops the last K % TILE columns of A (and rows of B)
+    return _tiled([("for k0 in range(0, K, TILE):", "for k0 in range(0, K - K % TILE, TILE):")])
+
+
+@functools.cache
+def _missing_barrier():
+    # BUG: no cuda.syncthreads() between the tiles' loads and their use: other threads' elements may not be written yet
+    return _tiled([("        cuda.syncthreads()                          # tiles written before anyone reads them\n", "")])
 
 
 def tiled_skips_k_remainder(a, b, c):
-    M, N = c.shape
-    _tiled_skips_k_remainder[((N + TILE - 1) // TILE, (M + TILE - 1) // TILE), (TILE, TILE)](a, b, c)
-
-
-# ---------------------------------------------------------------- no barrier between load and use
-@cuda.jit
-def _tiled_missing_barrier(a, b, c):
-    As = cuda.shared.array((TILE, TILE), float32)
-    Bs = cuda.shared.array((TILE, TILE), float32)
-    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
-    n = cuda.blockIdx.x * TILE + tx
-    m = cuda.blockIdx.y * TILE + ty
-    M, K = a.shape
-    N = b.shape[1]
-    acc = float32(0.0)
-    for k0 in range(0, K, TILE):
-        As[ty, tx] = a[m, k0 + tx] if m < M and k0 + tx < K else float32(0.0)
-        Bs[ty, tx] = b[k0 + ty, n] if k0 + ty < K and n < N else float32(0.0)
-        # BUG: no cuda.syncthreads() here: other threads' elements may not be written yet
-        for k in range(TILE):
-            acc += As[ty, k] * Bs[k, tx]
-        cuda.syncthreads()
-    if m < M and n < N:
-        c[m, n] = acc
+    _skips_k_remainder()(a, b, c)
 
 
 def tiled_missing_barrier(a, b, c):
-    M, N = c.shape
-    _tiled_missing_barrier[((N + TILE - 1) // TILE, (M + TILE - 1) // TILE), (TILE, TILE)](a, b, c)
+    _missing_barrier()(a, b, c)
 
 
 # ---------------------------------------------------------------- B read as if column-major

@@ -101,39 +101,17 @@ __device__ __forceinline__ void mma_f16_acc16(unsigned (&d)[2], const unsigned (
 }
 """
 
-_FA2_PV = """#pragma unroll
-    for (int kk = 0; kk < KC; ++kk)
-#pragma unroll
-      for (int dd = 0; dd < DT / 2; ++dd) {
-        unsigned vb[4];                                      // b0, b1 of d tiles 2dd and 2dd + 1
-        course::ldmatrix_x4_trans(vb[0], vb[1], vb[2], vb[3], rd + ((v_ld + kk * 16 * D * 2) ^ (dd * 32)));
-#pragma unroll
-        for (int i = 0; i < MT; ++i) {
-          mma_bf16(acc[i][2 * dd], pa[i][kk], vb[0], vb[1]);
-          mma_bf16(acc[i][2 * dd + 1], pa[i][kk], vb[2], vb[3]);
-        }
-      }"""
-
-_FA2_PV_FP16 = """unsigned acc16[MT][DT][2];                               // wrong: the running output in fp16
+# P·V in fp16: the running output converted to fp16 before the P·V loop (_PV16_BEFORE), V's fragments
+# reinterpreted as fp16, mma.sync with fp16 accumulators, and converted back after it (_PV16_AFTER)
+_PV16_BEFORE = """unsigned acc16[MT][DT][2];                               // wrong: the running output in fp16
 #pragma unroll
     for (int i = 0; i < MT; ++i)
 #pragma unroll
       for (int n = 0; n < DT; ++n)
         acc16[i][n][0] = f16x2(acc[i][n][0], acc[i][n][1]), acc16[i][n][1] = f16x2(acc[i][n][2], acc[i][n][3]);
 #pragma unroll
-    for (int kk = 0; kk < KC; ++kk)
-#pragma unroll
-      for (int dd = 0; dd < DT / 2; ++dd) {
-        unsigned vb[4];
-        course::ldmatrix_x4_trans(vb[0], vb[1], vb[2], vb[3], rd + ((v_ld + kk * 16 * D * 2) ^ (dd * 32)));
-#pragma unroll
-        for (int e = 0; e < 4; ++e) vb[e] = bf16x2_as_f16x2(vb[e]);
-#pragma unroll
-        for (int i = 0; i < MT; ++i) {
-          mma_f16_acc16(acc16[i][2 * dd], pa[i][kk], vb[0], vb[1]);
-          mma_f16_acc16(acc16[i][2 * dd + 1], pa[i][kk], vb[2], vb[3]);
-        }
-      }
+    for (int kk = 0; kk < KC; ++kk)"""
+_PV16_AFTER = """
 #pragma unroll
     for (int i = 0; i < MT; ++i)
 #pragma unroll
@@ -141,6 +119,8 @@ _FA2_PV_FP16 = """unsigned acc16[MT][DT][2];                               // wr
         acc[i][n][0] = f16_lo(acc16[i][n][0]), acc[i][n][1] = f16_hi(acc16[i][n][0]);
         acc[i][n][2] = f16_lo(acc16[i][n][1]), acc[i][n][3] = f16_hi(acc16[i][n][1]);
       }"""
+_V_LD = "course::ldmatrix_x4_trans(vb[0], vb[1], vb[2], vb[3], rd + ((v_ld + kk * 16 * D * 2) ^ (dd * 32)));"
+_PV_LAST = "mma_bf16(acc[i][2 * dd + 1], pa[i][kk], vb[2], vb[3]);\n        }\n      }"
 
 FA2_KERNEL_HEAD = "template <class C>\n__global__ void __launch_bounds__(C::THREADS, C::MINB)\nfa2("
 
@@ -157,7 +137,11 @@ CPP_MISTAKES = {
         # P·V accumulated in fp16 (P packed as fp16, the running output passed through fp16 each tile)
         "fp16_pv": [(FA2_KERNEL_HEAD, _F16_HELPERS + FA2_KERNEL_HEAD),
                     ("pa[i][n / 2][(n % 2) * 2 + hh] = pack_bf16(p0, p1);", "pa[i][n / 2][(n % 2) * 2 + hh] = f16x2(p0, p1);"),
-                    (_FA2_PV, _FA2_PV_FP16)],
+                    ("#pragma unroll\n    for (int kk = 0; kk < KC; ++kk)", _PV16_BEFORE),
+                    (_V_LD, _V_LD + "\n#pragma unroll\n        for (int e = 0; e < 4; ++e) vb[e] = bf16x2_as_f16x2(vb[e]);"),
+                    ("mma_bf16(acc[i][2 * dd], pa[i][kk], vb[0], vb[1]);",
+                     "mma_f16_acc16(acc16[i][2 * dd], pa[i][kk], vb[0], vb[1]);"),
+                    (_PV_LAST, _PV_LAST.replace("mma_bf16(acc[", "mma_f16_acc16(acc16[") + _PV16_AFTER)],
     }),
     "decode": ("04_decoding.ipynb", "v_decode", {
         # query head g of KV head j taken as g·Hkv + j (interleaved) instead of j·G + g
