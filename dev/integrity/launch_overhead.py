@@ -109,18 +109,25 @@ def breakdown(kernel, args) -> None:
 
 
 def in_sandbox() -> int:
-    """Run this script (without --profile) in the sandbox the judge starts runners in."""
+    """Run this script (without --profile) in the sandbox the judge starts runners in: the script and
+    the lessons it loads are handed in read-only at /judge, as the judge hands in a plan."""
     import subprocess
-    import tempfile
 
-    from grader.judge.sandbox import choose, sandbox_env
+    from grader.judge.sandbox import (INPUTS, choose, default_bounds, host_folder, remove_host_folder,
+                                      sandbox_env, write_input)
 
     box = choose()
-    with tempfile.TemporaryDirectory() as tmp:
-        argv = [sys.executable, "/repo/dev/integrity/launch_overhead.py"]
-        cmd = box.command(argv, Path(tmp), sandbox_env(), gpu=True, readonly={str(ROOT): "/repo"})
+    inputs = host_folder("launch-overhead-")
+    try:
+        write_input(inputs, "dev/integrity/launch_overhead.py", Path(__file__).read_bytes())
+        for notebook in LESSONS:
+            write_input(inputs, str((CH / notebook).relative_to(ROOT)), (CH / notebook).read_bytes())
+        argv = [sys.executable, f"{INPUTS}/dev/integrity/launch_overhead.py"]
+        cmd = box.command(argv, inputs, sandbox_env(), default_bounds(600, "this script's limit"), gpu=True)
         print(f"in the sandbox ({box.name}):", flush=True)
         return subprocess.run(cmd).returncode
+    finally:
+        remove_host_folder(inputs)
 
 
 def main() -> None:
