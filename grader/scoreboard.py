@@ -80,7 +80,8 @@ def run(chapters: list[str] | None = None, out_dir: Path | None = None, note: st
                 print(f"    {result.seconds:.1f} s: " + ", ".join(f"{k} {v:.1f}" for k, v in result.timings.items()),
                       flush=True)
                 cells += [CellGrade(nb.name, v.grade_id, v.score, v.max_score, v.reason) for v in result.verdicts]
-                seconds.append({"notebook": nb.name, **{k: round(v, 2) for k, v in result.timings.items()}})
+                seconds.append({"notebook": nb.name, "total": round(result.seconds, 2),
+                                **{k: round(v, 2) for k, v in result.timings.items()}})
             os.environ.pop("GRADER_RECORD", None)
             judged = [json.loads(line) for line in rec.read_text().splitlines() if line.strip()] if rec.exists() else []
             entry = {"device": device.info().name, "date": time.strftime("%Y-%m-%d"), "sandbox": box.name,

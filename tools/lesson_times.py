@@ -35,7 +35,7 @@ def from_scoreboard(table: dict) -> None:
     data = json.loads((ROOT / "results" / "scoreboard.json").read_text())
     for chapter, entry in data["chapters"].items():
         for row in entry.get("judge_seconds", []):
-            seconds = sum(v for k, v in row.items() if k != "notebook")
+            seconds = row.get("total") or sum(v for k, v in row.items() if k != "notebook" and "." not in k)
             table["lessons"].setdefault(row["notebook"], {})["gpu_s"] = round(seconds, 1)
             table["lessons"][row["notebook"]]["gpu_measured"] = f"{entry['device']}, {entry['date']}"
 

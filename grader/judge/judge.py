@@ -235,6 +235,7 @@ def _grade(plan, result: NotebookGrade, sandbox, gpu: bool | None, env: dict | N
                 progress(f"{'✓' if v.score >= v.max_score else '✗'} {v.grade_id}: {v.score:g}/{v.max_score:g}"
                          + (f"  {first}" if first and v.score < v.max_score else ""))
             result.timings["tests"] = time.monotonic() - mark
+            result.timings.update({f"tests.{k}": v for k, v in judged.seconds.items()})
             mark = time.monotonic()
             result.outputs = remote.notebook()
             result.runner_gone = remote.dead or ""

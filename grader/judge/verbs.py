@@ -20,11 +20,13 @@ everything that decides points here.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import math
 import os
 import secrets
+import time
 import types
 from collections import OrderedDict
 
@@ -166,6 +168,15 @@ class Judged:
 
     def __init__(self, remote, simulator: bool, cc: tuple | None, device_name: str = ""):
         self.remote, self.simulator, self.cc, self.device_name = remote, simulator, cc, device_name
+        self.seconds: dict = {}           # where the graded cells' time went: cases, runner, compare, timing, …
+
+    @contextlib.contextmanager
+    def spent(self, what: str):
+        start = time.monotonic()
+        try:
+            yield
+        finally:
+            self.seconds[what] = self.seconds.get(what, 0.0) + time.monotonic() - start
 
     def _launch(self, launch) -> RemoteFunction:
         if not isinstance(launch, RemoteFunction):
@@ -184,9 +195,12 @@ class Judged:
         kind = "hidden" if hidden else ("visible" if sizes is None else "sizes")
         for index, size in enumerate(checked):
             s = SEEDS.seed(problem.name, size, kind, index) if seed is None else seed
-            inputs, want = CASES.get(problem, size, s)
-            head, got = self.remote.case(launch.name, ref, size, s, expected_bytes(problem, size, inputs))
-            failures = verdict(problem, size, inputs, _observation(head, got, problem, size, inputs), want)
+            with self.spent("cases"):
+                inputs, want = CASES.get(problem, size, s)
+            with self.spent("runner"):
+                head, got = self.remote.case(launch.name, ref, size, s, expected_bytes(problem, size, inputs))
+            with self.spent("compare"):
+                failures = verdict(problem, size, inputs, _observation(head, got, problem, size, inputs), want)
             if failures:
                 raise CheckFailed(failure_message(problem, size, s, failures, hidden))
         if not quiet:
@@ -208,18 +222,24 @@ class Judged:
             raise CheckFailed(f"{problem.name}: no timed runs: the kernel must pass the correctness check first. {exc}") from None
         size = problem.bench_size
         s = SEEDS.seed(problem.name, size, "bench", 0)
-        inputs, want = CASES.get(problem, size, s)
+        with self.spent("cases"):
+            inputs, want = CASES.get(problem, size, s)
         expect = expected_bytes(problem, size, inputs)
-        head, got = self.remote.time(launch.name, problem_ref(problem), size, s, budget_s, expect)
+        with self.spent("timing"):
+            head, got = self.remote.time(launch.name, problem_ref(problem), size, s, budget_s, expect)
         times = head.get("times")
         if not isinstance(times, list) or not times or len(times) > 100_000 or \
                 not all(isinstance(t, (int, float)) and math.isfinite(t) and t > 0 for t in times):
             raise CheckFailed(f"{problem.name}: the timed runs reported no usable times")
-        self._verify(problem, size, inputs, want, got, "the timed runs")
+        with self.spent("compare"):
+            self._verify(problem, size, inputs, want, got, "the timed runs")
         claimed = float(np.median(times))
         reps = int(min(1000, max(3, math.ceil(BURST_S / max(claimed, 1e-6)))))
-        clock = self.remote.burst(reps) / reps
-        self._verify(problem, size, inputs, want, self.remote.outputs(expect), "the judge's timed runs")
+        with self.spent("burst"):
+            clock = self.remote.burst(reps) / reps
+            got = self.remote.outputs(expect)
+        with self.spent("compare"):
+            self._verify(problem, size, inputs, want, got, "the judge's timed runs")
         work = problem.work(size)
         m = Measurement(label=problem.name, times_s=[float(t) for t in times], device=self.device_name,
                         bytes=work["bytes"], flops=work["flops"])
@@ -238,7 +258,8 @@ class Judged:
                 f"{self.device_name}, {100 * (PHYSICAL_SLACK - 1):.0f}% allowed above it). The runner's timing "
                 "cannot be trusted, so no speed points are given.")
         if problem.peer is not None:
-            m.peer_name, m.peer_value = peers.measure(problem.peer, self._peer_inputs(problem, size, inputs), budget_s)
+            with self.spent("peers"):
+                m.peer_name, m.peer_value = peers.measure(problem.peer, self._peer_inputs(problem, size, inputs), budget_s)
         earned = speed_points(m, target=target, floor=floor, points=points)
         record("speed", by="judge", problem=problem.name, points=earned, max_points=points, target=target, floor=floor,
                judge_clock_ms=clock * 1e3, events_ms=claimed * 1e3, **m.as_dict())
