@@ -1,4 +1,4 @@
-"""Chapter 05, lesson 05: FlashAttention-3 ideas.
+"""Chapter 05, lesson 07 (05.07): FlashAttention-3 ideas.
 
 On the CPU: the problem is chapter 04's FA2 problem on sm_90a with cuDNN's SDPA as the peer and more
 key tiles; the launch refuses what it cannot run and picks the kernel by head dim; the cell compiles
@@ -6,7 +6,8 @@ for sm_90a (nvcc 13.0 here, as in CI) with every ablation configuration, without
 wgmmas or local memory, setmaxnreg in effect where there is a producer; the rubric passes for the
 reference and fails for the released stub and for setmaxnreg without ``__launch_bounds__(THREADS,
 1)``; every mistake of tests/wrong/ch05_flash3.py applies and compiles.
-Marked ``gpu``: the reference passes at every visible and hidden size, and each GPU mistake is
+Marked ``gpu``: the reference passes at every visible and hidden size (its checkpoint kernels too, and
+those of a step-1-only body at the visible sizes), and each GPU mistake is
 caught in a process of its own (the ping-pong hand-over to itself by the bounded wait's trap).
 """
 from __future__ import annotations
@@ -28,6 +29,36 @@ from tests.wrong import ch05_flash3 as W
 
 CH, NB, CELL, RUBRIC, KERNEL = W.CHAPTER, W.NOTEBOOK, W.CELL, W.RUBRIC, W.KERNEL
 ABLATION = ["flash3<F3<128, 0, 1, 1>>", "flash3<F3<128, 1, 0, 1>>", "flash3<F3<128, 1, 1, 0>>", "flash3<F3<128, 1, 1, 1, 2>>"]
+CHECKPOINT = ["flash3<F3<128, 1, 0, 0>>", "flash3<F3<64, 1, 0, 0>>"]     # the plain schedule: step 1 of the exercise
+
+# The loop body as step 1 of the exercise asks for it: no turns, no overlap (wait_group 0, P V retired at
+# once). It is right for F3<D, 1, 0, 0> (the checkpoint cell) and not meant for the reference's switches.
+STEP1_BODY = """
+      rescale_o(alpha);
+      pack_p();
+      course::wgmma_fence_operand(s_acc);
+      course::wgmma_fence_operand(o_acc);
+      course::wgmma_fence();
+      issue_qk(j);
+      course::wgmma_commit();
+      issue_pv(j - 1);
+      course::wgmma_commit();
+      course::wgmma_wait<0>();
+      course::wgmma_fence_operand(s_acc);
+      release(&k_empty[s]);
+      if (j == n - 1) release(&q_empty);
+      pv_done(j - 1);
+      softmax(j, alpha);
+"""
+
+
+def step1_source() -> str:
+    """The reference cell with its loop body (the third solution region) replaced by STEP1_BODY."""
+    src = reference()
+    begin = src.index("// BEGIN SOLUTION", src.index("course::mbar_wait_or_trap(&v_full[sp]"))
+    begin = src.index("\n", begin) + 1
+    end = src.rindex("\n", 0, src.index("// END SOLUTION", begin)) + 1
+    return src[:begin] + STEP1_BODY.lstrip("\n") + src[end:]
 
 
 def reference() -> str:
@@ -84,7 +115,7 @@ def module():
 def test_every_configuration_compiles_clean(module):
     from grader.cuda import sass
 
-    assert set(module.kernel_names) == {KERNEL, "flash3<F3<64, 1, 1, 1>>", *ABLATION}
+    assert set(module.kernel_names) == {KERNEL, "flash3<F3<64, 1, 1, 1>>", *ABLATION, *CHECKPOINT}
     for k in module.kernel_names:
         sass.require(module, k, present=["HGMMA.64x128x16.F32.BF16", "UTMALDG.3D", "SYNCS.PHASECHK"],
                      absent=["LDL", "STL", "HMMA", "LDG"], no_spills=True)
@@ -95,8 +126,26 @@ def test_every_configuration_compiles_clean(module):
             assert module.launch_shape(k).threads == 256 and "USETMAXREG" not in str(sass.opcodes(module, k))
     for k in (KERNEL, "flash3<F3<64, 1, 1, 1>>", "flash3<F3<128, 1, 0, 1>>"):                   # the overlap:
         assert _ex2_under_pv(sass.disassemble(module, k)) >= 64, k     # a tile's 64 ex2 run while P V does
-    assert _ex2_under_pv(sass.disassemble(module, "flash3<F3<128, 1, 1, 0>>")) == 0
-    assert "WARPGROUP.DEPBAR.LE gsb0, 0x1" not in sass.disassemble(module, "flash3<F3<128, 1, 1, 0>>")
+    for k in ("flash3<F3<128, 1, 1, 0>>", *CHECKPOINT):                       # no overlap: nothing under P V
+        assert _ex2_under_pv(sass.disassemble(module, k)) == 0, k
+        assert "WARPGROUP.DEPBAR.LE gsb0, 0x1" not in sass.disassemble(module, k), k
+
+
+def test_the_checkpoint_builds_from_a_step1_body():
+    """What the checkpoint cell asks for -- the loop body without the turns and the overlap -- compiles
+    into the plain schedule's kernels clean (and the lesson's launch cell finds them)."""
+    from grader.cuda import sass
+
+    src = step1_source()
+    assert "my_turn();" not in src.split("for (int j = 1; j < n; ++j)")[1].split("// the last tile's P V")[0]
+    for k in CHECKPOINT:
+        m = _compile(src, "f3_step1", k)
+        sass.require(m, k, present=["HGMMA.64x128x16.F32.BF16", "UTMALDG.3D", "SYNCS.PHASECHK"],
+                     absent=["LDL", "STL", "HMMA", "LDG"], no_spills=True)
+        sass.require_wgmma(m, k, max_pending=1)
+        assert sass.require_setmaxnreg(m, k, threads=384)["registers"] == 168
+    launch = cell_source(solution(CH, NB), "launch_flash3")
+    assert all(k in launch for k in CHECKPOINT) and all(k in reference().splitlines()[0] for k in CHECKPOINT)
 
 
 def _ex2_under_pv(text: str) -> int:
@@ -155,6 +204,21 @@ def test_reference_passes_on_a_gpu():
     ns = run_cells(solution(CH, NB), ["setup_flash3", "v_flash3", "launch_flash3"])
     check(ns["launch_f3"], P.flash3, quiet=True)
     check(ns["launch_f3"], P.flash3, hidden=True, quiet=True)
+    check(ns["launch_f3_plain"], P.flash3, quiet=True)                  # the checkpoint, from the reference
+    check(ns["launch_f3_plain"], P.flash3, hidden=True, quiet=True)
+
+
+@pytest.mark.gpu
+def test_a_step1_body_passes_the_checkpoint_on_a_gpu():
+    line = check_in_own_process("""
+        from grader.problems import flash3 as P
+        from tests.test_ch05_flash3 import CHECKPOINT, _compile, step1_source
+        m = _compile(step1_source(), "f3_step1")
+        launch = P.flash3_launch(m[CHECKPOINT[0]], m[CHECKPOINT[1]])
+    """, """
+        check(launch, P.flash3, quiet=True)
+    """)
+    assert line == "RESULT: passed", line
 
 
 @pytest.mark.gpu

@@ -1,4 +1,4 @@
-"""Chapter 05, lesson 05, FP8 part (08_flash3_fp8): FP8 attention.
+"""Chapter 05, lesson 08 (05.08, 08_flash3_fp8): FP8 attention.
 
 On the CPU: the problem's input contract (rotated, per-head e4m3, Vt transposed with NaN padding), its
 reference (float64 of the decoded values: equal to attention of the rotated-back values, since the

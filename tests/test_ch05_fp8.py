@@ -1,4 +1,4 @@
-"""Chapter 05, lesson 04: an FP8 e4m3 GEMM with DeepSeek-style block scaling.
+"""Chapter 05, lesson 06 (05.06): an FP8 e4m3 GEMM with DeepSeek-style block scaling.
 
 On the CPU: e4m3 in NumPy (every code round-trips, ties to even, saturation at 448); the 1 × 128 and
 128 × 128 quantizations (scale shapes, each block's largest element on 448, dequantization within

@@ -1,4 +1,4 @@
-"""Chapter 05, lesson 06 (Blackwell): the problems of its compiled kernels, their launch functions,
+"""Chapter 05, lesson 09 (05.09, Blackwell): the problems of its compiled kernels, their launch functions,
 and the CPU-graded parts (FA4's exp2 on FMA units). Targets from CURRICULUM.md.
 
 * :data:`umma_gemm` — chapter 03's bf16 GEMM (C = A·B, row-major, fp32 accumulation, cuBLAS as the
@@ -16,14 +16,19 @@ and the CPU-graded parts (FA4's exp2 on FMA units). Targets from CURRICULUM.md.
 * :func:`exp2_fma` — FA4's exponential: 2^x = 2^⌊x⌋ · p(x − ⌊x⌋), p a polynomial evaluated with
   fp32 FMAs, ⌊x⌋ added to p's exponent bits; :func:`exp2_bound` the error a degree guarantees;
   :func:`check_exp2` grades a learner's version; :data:`exp2_kernel` is the same on a GPU.
+* :func:`exercise` — for a graded cell that calls the learner's Python functions directly: a stub's
+  ``NotImplementedError`` becomes the one-line verdict "not implemented yet", a failed assert a
+  one-line :class:`~grader.errors.CheckFailed`.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 
 import numpy as np
 
 from .. import integrity as _integrity
+from ..errors import CheckFailed
 from ..problem import Problem
 from .gemm import Shape, hgemm_bf16 as _hgemm_bf16, tensor_core_fp32_tolerance
 from .hopper import _map_cache, require_tma_gemm
@@ -242,6 +247,24 @@ def scaled_gemm_launch(kernel, descriptors=None):
     return launch
 
 
+# ---------------------------------------------------------------- graded cells that call Python directly
+@contextlib.contextmanager
+def exercise(name: str):
+    """``with exercise("exercise 1 (smem_desc, gemm_offsets)"):`` around a graded cell's body that calls
+    the learner's functions itself (no launch function, so :func:`grader.check` is not there to explain
+    a stub): ``NotImplementedError`` -> "not implemented yet: <name> …", a failed ``assert`` ->
+    "<name>: <its message>", both as :class:`CheckFailed`, which IPython shows as one line."""
+    try:
+        yield
+    except NotImplementedError:
+        raise CheckFailed(f"not implemented yet: {name}: replace `raise NotImplementedError()` with your "
+                          "code, run that cell, then this one.") from None
+    except CheckFailed:
+        raise
+    except AssertionError as e:
+        raise CheckFailed(f"{name}: {e}") from None
+
+
 # ---------------------------------------------------------------- FA4: 2^x on the FMA units
 def exp2_bound(degree: int) -> float:
     """Relative error a degree-``degree`` polynomial interpolating 2^f at Chebyshev nodes of [0, 1]
@@ -262,8 +285,9 @@ def exp2_fma(x, coeffs) -> np.ndarray:
     """2^x the way FA4 computes it on the FMA units, in fp32: n = ⌊x⌋, f = x − n ∈ [0, 1),
     p = c_d·f + c_{d−1} … by Horner (one FMA a step), then n added to p's exponent field (an integer
     add of n·2^23 to its bits). x is clamped to [−125, 127] first: p(0) is a hair under 1, so below
-    −125 the result would be subnormal, where adding to the exponent field is wrong (FA4 meets only
-    x ≤ 0 there, and 2^-125 is zero for a softmax weight)."""
+    −125 the result would be subnormal, where adding to the exponent field is wrong. A masked score
+    (x = −∞) so becomes about 2^-125, not 0: negligible beside a softmax row's largest weight (≥ 1),
+    but a kernel that needs an exact 0 must select it (or round P to a format that flushes it: e4m3)."""
     x = np.clip(np.asarray(x, dtype=np.float32), np.float32(-125), np.float32(127))
     n = np.floor(x)
     f = (x - n).astype(np.float32)
@@ -279,7 +303,13 @@ def check_exp2(fn, degree: int = 3, quiet: bool = False) -> float:
     """Grade a learner's ``fn(xs, coeffs) -> list`` (FA4's exp2): with :func:`exp2_coefficients` its
     relative error must stay within :func:`exp2_bound` on a grid over [−125, 127) and random points;
     with other coefficients it must equal :func:`exp2_fma`'s (the same polynomial, so the learner's
-    function really evaluates the coefficients it is given). Returns the worst relative error."""
+    function really evaluates the coefficients it is given). Returns the worst relative error. A stub
+    (``NotImplementedError``) and a wrong answer fail as one-line :class:`CheckFailed` verdicts."""
+    with exercise("exp2_by_fma"):
+        return _check_exp2(fn, degree, quiet)
+
+
+def _check_exp2(fn, degree: int, quiet: bool) -> float:
     rng = np.random.default_rng()
     xs = np.concatenate([np.linspace(-125, 126.99, 4001), rng.uniform(-30, 30, 2000), [-1.0, 0.0, 0.5, 1.0, 10.25]])
     xs = xs.astype(np.float32)
@@ -303,7 +333,7 @@ def check_exp2(fn, degree: int = 3, quiet: bool = False) -> float:
                              "np.exp2?): it must evaluate the polynomial it is given, then scale by 2^⌊x⌋")
     if not quiet:
         print(f"✓ exp2 by FMA, degree {degree}: worst relative error {worst:.2e} ≤ {bound:.2e} "
-              f"(bf16 rounds at {2.0 ** -9:.1e})")
+              f"(bf16's rounding: up to 2^-8 = {2.0 ** -8:.1e})")
     return worst
 
 
@@ -325,6 +355,6 @@ exp2_kernel = Problem(
 
 __all__ = ["umma_gemm", "umma_gemm_launch", "umma_descriptors", "cluster_problems", "UMMA_SIZES",
            "UMMA_HIDDEN", "mxfp8_gemm", "nvfp4_gemm", "scaled_descriptors", "scaled_gemm_launch", "E4M3", "E2M1",
-           "exp2_bound", "exp2_coefficients", "exp2_fma", "check_exp2", "exp2_kernel"]
+           "exp2_bound", "exp2_coefficients", "exp2_fma", "check_exp2", "exp2_kernel", "exercise"]
 
 _integrity.record_problems(globals())   # the fields checks rely on, before any learner code

@@ -1,10 +1,10 @@
-"""Chapter 05, lesson 06 (Blackwell): wrong descriptors, kernels and exponentials the lesson's checks
+"""Chapter 05, lesson 09 (05.09, Blackwell): wrong descriptors, kernels and exponentials the lesson's checks
 must catch (tests/test_ch05_blackwell.py).
 
 * Descriptor encoders with one mistake each (Python, like the learner's exercise 1): the CPU checker
   (grader.cuda.umma) catches them on every machine — among them B's LBO set to the distance between
   8-row groups instead of between 64-column boxes.
-* 05.06's %%cuda cells with one mistake each (text replaced, as tests/wrong/ch05_hopper.py does):
+* 05.09's %%cuda cells with one mistake each (text replaced, as tests/wrong/ch05_hopper.py does):
   tensor memory never freed or never relinquished (the SASS rubric), the pair kernel's type without
   CLUSTER (the launch function refuses it before any GPU call), exp2 through the special-function
   unit (the rubric). Mistakes only the values can show (a wrong K step, accumulating into

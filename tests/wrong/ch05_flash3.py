@@ -1,6 +1,6 @@
-"""Lesson 05.05 (FlashAttention-3 ideas): wrong kernels its checks must catch (tests/test_ch05_flash3.py).
+"""Lesson 05.07 (FlashAttention-3 ideas): wrong kernels its checks must catch (tests/test_ch05_flash3.py).
 
-05.05's %%cuda cell with one mistake each (text replaced, as tests/wrong/ch05_hopper.py does). They
+05.07's %%cuda cell with one mistake each (text replaced, as tests/wrong/ch05_hopper.py does). They
 compile anywhere. Which check catches each:
 
 * the rubric, on any machine (``RUBRIC_CATCHES``): setmaxnreg without ``__launch_bounds__(THREADS, 1)``

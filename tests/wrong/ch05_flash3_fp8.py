@@ -1,4 +1,4 @@
-"""Lesson 05.05, FP8 part (08_flash3_fp8): wrong kernels its checks must catch (tests/test_ch05_flash3_fp8.py).
+"""Lesson 05.08 (FP8 attention, 08_flash3_fp8): wrong kernels its checks must catch (tests/test_ch05_flash3_fp8.py).
 
 The FP8 attention cell with one mistake each (text replaced, as tests/wrong/ch05_hopper.py does). They
 compile anywhere and pass the SASS rubric (QGMMA is there either way); a Hopper GPU catches them, each

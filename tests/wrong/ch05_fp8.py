@@ -1,7 +1,7 @@
-"""Lesson 05.04 (FP8 GEMM with block scaling): wrong kernels its checks must catch
+"""Lesson 05.06 (FP8 GEMM with block scaling): wrong kernels its checks must catch
 (tests/test_ch05_fp8.py).
 
-05.04's %%cuda cell with one mistake each (text replaced, as tests/wrong/ch05_hopper.py does). They
+05.06's %%cuda cell with one mistake each (text replaced, as tests/wrong/ch05_hopper.py does). They
 compile anywhere; the values catch them on a Hopper GPU (``VALUE_CATCHES``, each with the shapes
 that show it), the rubric on any machine (``RUBRIC_CATCHES``):
 
