@@ -13,11 +13,12 @@ usage: ./course.sh [MODE] [ARGUMENTS]
   ./course.sh lab             the same (the learner's lab)
   ./course.sh instructor      the repository in JupyterLab with nbgrader's instructor tools
   ./course.sh test [ARGS]     set up, then the test suite (what CI runs); ARGS go to pytest
-  ./course.sh setup           set up only (then `python -m grader doctor` checks the machine)
+  ./course.sh setup           set up only, then what `python -m grader doctor` finds on this machine
   ./course.sh help            this text
 
 MODE is one of the words above. Without one, every argument goes to Jupyter and the learner's lab
-opens: ./course.sh --port 9000 --no-browser  is  ./course.sh lab --port 9000 --no-browser.
+opens: ./course.sh --port 9000 --no-browser  is  ./course.sh lab --port 9000 --no-browser
+(./course.sh lab --help lists Jupyter's options).
 As root (Docker, a cloud VM) the lab adds Jupyter's --allow-root itself, and says so.
 EOF
 }
@@ -58,9 +59,9 @@ case "$mode" in
     test)
         setup
         if [ $# -eq 0 ]; then
-            # measured 2026-11-28 on 2 CPU cores without a GPU (.ci/run's whole suite)
-            echo "course.sh: the whole test suite takes about 15-20 minutes on 2 CPU cores (no GPU);" \
-                 "./course.sh test tests/test_lab.py runs one file"
+            # measured on 2 CPU cores without a GPU: 44 min on 2026-11-28 with other suites beside it
+            echo "course.sh: the whole test suite takes 20-45 minutes on 2 CPU cores without a GPU" \
+                 "(./course.sh test tests/test_lab.py runs one file)"
         fi
         exec "$VENV/bin/python" -m pytest -q "$@" ;;
     lab)
