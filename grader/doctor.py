@@ -35,7 +35,8 @@ def checks() -> list[tuple[str, bool, str, str]]:
     rows.append(("numpy", np_ok, np_v or "missing",
                  "pip install 'numpy<2.5' (numba-cuda still needs np.row_stack, removed in 2.5)."))
     for mod, fix in [("numba", "pip install numba"), ("numba_cuda", "pip install numba-cuda"),
-                     ("nbgrader", "pip install nbgrader"), ("matplotlib", "pip install matplotlib")]:
+                     ("nbgrader", "pip install nbgrader"), ("matplotlib", "pip install matplotlib"),
+                     ("jupyterlab", "pip install jupyterlab (the lab: ./course.sh, python -m grader.lab)")]:
         v = _version(mod)
         rows.append((mod, v is not None, v or "missing", fix))
     rows.append(("simulator", mode.SIMULATOR or n > 0,
