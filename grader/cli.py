@@ -2,11 +2,54 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
+from .paths import COURSE_ENV, NOT_FOUND, find_course, is_course, repo_root
+
+
+def course_for(notebook: Path, course: Path | None, named: str | None = None) -> tuple[Path | None, str]:
+    """(the course folder to grade ``notebook`` against, or None and why): ``--course`` when given,
+    else ``$GRADER_COURSE`` (``named``), else the nearest folder above the notebook holding
+    solutions/ and course/, else the checkout the grader runs from (grader.paths.repo_root)."""
+    if course is not None:
+        if is_course(course):
+            return course.resolve(), ""
+        return None, f"--course {course}: no solutions/ and course/ folders there (name your clone of the course)"
+    if named:
+        if is_course(Path(named)):
+            return Path(named).resolve(), ""
+        return None, f"{COURSE_ENV}={named}: no solutions/ and course/ folders there"
+    found = find_course(notebook.resolve().parent)
+    if found is not None:
+        return found, ""
+    try:
+        return repo_root(), ""
+    except FileNotFoundError:
+        return None, NOT_FOUND
+
+
+def _sandbox(name: str | None):
+    """The sandbox ``name`` asks for (grader.judge.sandbox.choose), or None after one line saying why
+    it cannot be had (``--sandbox bwrap`` without a working bubblewrap)."""
+    from .judge.sandbox import choose
+
+    try:
+        return choose(name)
+    except RuntimeError as exc:
+        print(f"python -m grader: {exc}. To grade your own notebook without isolation: --sandbox none",
+              file=sys.stderr)
+        return None
+
 
 def main(argv: list[str] | None = None) -> int:
+    import warnings
+
+    # nbgrader 0.9's Gradebook.add_submission makes SQLAlchemy 2 warn "Object of type
+    # <SubmittedAssignment> not in session" while it writes a submission's rows, which it writes all
+    # the same: nbgrader's code, not an error of the grading (pyproject's pytest filter says the same)
+    warnings.filterwarnings("ignore", message="Object of type <Submitted", module="nbgrader.api")
     p = argparse.ArgumentParser(prog="python -m grader", description="The GPU-kernel course's grader.")
     sub = p.add_subparsers(dest="cmd", required=True)
     sub.add_parser("doctor", help="what this machine has for the course, with fixes")
@@ -14,6 +57,10 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("notebook", type=Path, nargs="+")
     g.add_argument("--sandbox", choices=["bwrap", "none"], default=None,
                    help="where your code runs (default: bubblewrap if it works here, else none)")
+    g.add_argument("--course", type=Path, default=None,
+                   help="your copy of the course, the folder holding solutions/ and course/ (default: "
+                        "$GRADER_COURSE, else the nearest such folder above the notebook, else the "
+                        "checkout the grader runs from)")
     a = sub.add_parser("autograde", help="instructors: grade every collected submission, write the gradebook")
     a.add_argument("assignment")
     a.add_argument("--course", type=Path, default=Path.cwd(), help="the nbgrader course folder (default: here)")
@@ -54,18 +101,31 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.cmd == "grade":
         from .autograde import format_table, grade_notebook
-        from .judge.sandbox import choose
 
-        box = choose(args.sandbox)
+        box = _sandbox(args.sandbox)
+        if box is None:
+            return 2
+        named = os.environ.get(COURSE_ENV)
         for nb in args.notebook:
-            if not nb.exists():
+            if not nb.is_file():
                 print(f"{nb}: no such file")
                 return 2
+            course, why = course_for(nb, args.course, named)
+            if course is None:
+                print(f"{nb}: {why}")
+                return 2
+            os.environ[COURSE_ENV] = str(course)       # grader.paths.repo_root: this notebook's course
             print(f"== {nb}")
-            graded = grade_notebook(nb, sandbox=box)
+            try:
+                graded = grade_notebook(nb, sandbox=box)
+            except FileNotFoundError as exc:             # not a lesson of this course (find_lesson)
+                print(f"{nb}: {exc}")
+                return 2
             print(format_table(graded.cells, graded.notes))
         return 0
     if args.cmd == "autograde" and args.dask:
+        if (args.sandbox or os.environ.get("GRADER_SANDBOX")) == "bwrap" and _sandbox("bwrap") is None:
+            return 2                        # asked for here: say so before starting a cluster
         from .autograde import format_table
         from .cluster import grade_class
 
@@ -77,7 +137,10 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if run.failed else 0
     if args.cmd == "autograde":
         from .autograde import autograde_assignment, format_table
-        from .judge.sandbox import choose
+
+        box = _sandbox(args.sandbox)
+        if box is None:
+            return 2
 
         def show(graded):
             total = sum(c.score for c in graded.cells)
@@ -85,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{graded.student:<24} {total:6.2f} / {maxi:<6g} ({graded.seconds:.0f} s)", flush=True)
 
         results = autograde_assignment(args.course.resolve(), args.assignment, students=args.student,
-                                       sandbox=choose(args.sandbox), feedback=not args.no_feedback, on_result=show,
+                                       sandbox=box, feedback=not args.no_feedback, on_result=show,
                                        force=args.force, progress=lambda line: print(line, flush=True))
         for student, graded in results.items():
             print(f"\n== {student}\n{format_table(graded.cells, graded.notes)}")

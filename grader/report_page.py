@@ -13,6 +13,7 @@ import io
 import re
 from pathlib import Path
 
+from .paths import shown
 from .report import ClassReport, Speed
 
 LONG_LINES, LONG_CHARS = 4, 280          # a reason longer than this is folded into <details>
@@ -159,11 +160,12 @@ def write(report: ClassReport, out: Path) -> Path:
              f"<tr><td>device(s)</td><td>{esc(dev_text)}</td></tr>"
              f"<tr><td>students</td><td>{len(report.students)} ({with_grading} graded by the judge)</td></tr>"
              f"<tr><td>report written</td><td>{esc(report.written)}</td></tr>"
-             f"<tr><td>course</td><td><code>{esc(report.course)}</code></td></tr></table>")
+             f"<tr><td>course</td><td><code>{esc(Path(report.course).name)}</code> (paths on this page are "
+             "relative to it)</td></tr></table>")
     h.append("<p class=\"note\">Points are the gradebook's (nbgrader). Reasons, notes and speed figures come from "
              "each student's <code>grading.json</code>, which the instructor's process wrote while its judge "
              "graded; nothing a learner's notebook printed is read. Reference fractions: "
-             f"<code>{esc(report.scoreboard)}</code>.</p>")
+             f"<code>{esc(shown(report.scoreboard, report.course))}</code>.</p>")
     h.append("<p>Sections: <a href=\"#points\">points</a> · <a href=\"#students\">per student</a> · "
              "<a href=\"#speed\">speed</a> · <a href=\"#not-graded\">did not grade</a></p>")
     if report.disagreements:

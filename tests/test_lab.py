@@ -56,3 +56,21 @@ def test_other_kernels_are_left_alone():
         before = json.dumps(nb.metadata, sort_keys=True)
         fill_language_info(nb)
         assert json.dumps(nb.metadata, sort_keys=True) == before
+
+
+def _started(monkeypatch, argv, root):
+    """What grader.lab.main would exec, as root or not (nothing is started)."""
+    seen = {}
+    monkeypatch.setattr(lab, "as_root", lambda: root)
+    monkeypatch.setattr(lab.os, "execvpe", lambda exe, cmd, env: seen.update(cmd=cmd, env=env))
+    lab.main(argv)
+    return seen["cmd"]
+
+
+def test_as_root_the_lab_adds_allow_root_and_says_so(monkeypatch, capsys):
+    cmd = _started(monkeypatch, ["learner", "course/", "--port", "9000"], root=True)
+    assert cmd[-4:] == ["course/", "--port", "9000", "--allow-root"]
+    assert capsys.readouterr().out.count("--allow-root") == 1                    # one line says so
+    assert _started(monkeypatch, ["learner", "course/", "--allow-root"], root=True).count("--allow-root") == 1
+    assert "--allow-root" not in _started(monkeypatch, ["instructor", "."], root=False)
+    assert capsys.readouterr().out == ""

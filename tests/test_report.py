@@ -419,3 +419,14 @@ def test_the_committed_example_embeds_the_figures_beside_it():
     html = (folder / "report.html").read_text()
     assert image_problems(html, folder) == [] and len(soup(html).find_all("img")) == 2
     assert H100 in soup(html).find("table", class_="meta").get_text()
+
+
+def test_the_page_shows_no_machine_paths(klass, tmp_path):
+    """The header names the course folder and shows paths relative to it (or to the grader's
+    checkout), never the instructor's absolute folders; the committed example too."""
+    html = run_report(klass, tmp_path / "out")
+    meta = soup(html).find("table", class_="meta").get_text()
+    assert str(klass) not in html and str(ROOT) not in html and "course (paths on this page" in meta
+    assert "<code>results/scoreboard.json (the grader" in html
+    example = (ROOT / "docs" / "class_report_example" / "report.html").read_text()
+    assert not re.search(r"<code>/(tmp|work|root|home)/", example)

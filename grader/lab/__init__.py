@@ -16,6 +16,9 @@ Nothing in site-packages is edited: the role's config folders are put first on
   extensions.
 * The instructor keeps nbgrader's tools, and opens the repository root (the nbgrader
   course directory) so formgrader finds ``solutions/`` and the gradebook.
+
+As root (Docker, cloud VMs, hosted notebooks) Jupyter refuses to start unless given
+``--allow-root``: :func:`main` adds it there, and prints one line saying so.
 """
 from __future__ import annotations
 
@@ -41,6 +44,11 @@ def environ(role: str, base: dict | None = None) -> dict:
     return env
 
 
+def as_root() -> bool:
+    """Running as root, where Jupyter refuses to start without ``--allow-root``."""
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
 def command(args: list[str]) -> list[str]:
     """``jupyter lab`` with ``args``, run by this Python (the course's environment)."""
     return [sys.executable, "-m", "jupyterlab", *args]
@@ -52,6 +60,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"usage: python -m grader.lab {{{'|'.join(ROLES)}}} [FOLDER] [jupyter lab options]")
         return 2
     role, rest = argv[0], argv[1:]
+    if as_root() and "--allow-root" not in rest:
+        print("grader.lab: running as root (a container, a cloud VM?): starting Jupyter with --allow-root, "
+              "which it requires then", flush=True)
+        rest.append("--allow-root")
     cmd = command(rest)
     os.execvpe(cmd[0], cmd, environ(role))
 

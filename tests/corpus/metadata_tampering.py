@@ -13,6 +13,7 @@ def edit(nb):
         if md and md.get("grade"):
             md.update(grade=False, points=1000)
     extra = copy.deepcopy(nb.cells[2])
+    extra.id = "tampered-extra-cell"     # a cell of its own (a copied id would be renumbered by nbformat, with a warning)
     extra.metadata["nbgrader"] = {"grade": True, "grade_id": "test_vector_add_visible", "points": 50,
                                   "locked": False, "solution": False, "schema_version": 3}
     extra.source = "print('free points')"
