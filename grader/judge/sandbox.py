@@ -125,6 +125,11 @@ def _inside(p: Path, root: Path) -> bool:
     return p == root or root in p.parents
 
 
+def _in_a_course(p: Path) -> bool:
+    """Whether ``p`` or a folder above it holds a course (an editable install's path entry, say)."""
+    return any(_is_course(q) for q in (p, *p.parents) if q != Path("/"))
+
+
 def _python_roots() -> list[str]:
     """Folders the sandboxed Python needs: its installation, its environment, and the package folders
     on the host's sys.path — never the working folder ('' and the cwd on sys.path) nor a folder that
@@ -141,7 +146,7 @@ def _python_roots() -> list[str]:
             continue
         if any(_inside(p, e) for e in env):
             continue                                  # already bound with its environment
-        if any(_inside(h, p) or _inside(p, h) for h in hidden):
+        if any(_inside(h, p) or _inside(p, h) for h in hidden) or _in_a_course(p):
             continue                                  # would show a course (or is inside one)
         roots.add(p)
     return sorted(str(r) for r in roots)
@@ -175,8 +180,8 @@ def sandbox_env(extra: dict | None = None) -> dict:
     hidden = hidden_roots()
     extra_paths = []
     for p in os.environ.get("PYTHONPATH", "").split(os.pathsep):
-        if p and Path(p).is_dir() and not any(_inside(h, Path(p).resolve()) or _inside(Path(p).resolve(), h)
-                                               for h in hidden):
+        if p and Path(p).is_dir() and not _in_a_course(Path(p).resolve()) and \
+                not any(_inside(h, Path(p).resolve()) or _inside(Path(p).resolve(), h) for h in hidden):
             extra_paths.append(p)
     env = {"PATH": f"{python_bin}:/usr/local/bin:/usr/bin:/bin", "HOME": SCRATCH, "TMPDIR": "/tmp",
            "PYTHONPATH": os.pathsep.join([MOUNT, *extra_paths]), "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1",
