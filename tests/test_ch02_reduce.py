@@ -197,3 +197,18 @@ def test_speed_cell_grades_the_best_finished_version(notebook, cell, best, befor
     for test in tests:
         src = cell_source(sol, test)
         assert f"check({before}," in src and best not in src, f"{test} grades {before}, the exercise it follows"
+
+
+# ---------------------------------------------------------------- the lessons' first hint is the check's hint
+HINTED = [("01_atomics_and_trees.ipynb", "block_sum"), ("02_warps.ipynb", "total_sum"),
+          ("03_softmax.ipynb", "online_state"), ("03_softmax.ipynb", "softmax_bf16"),
+          ("04_norms.ipynb", "rmsnorm_bf16"), ("05_scan_and_histogram.ipynb", "scan")]
+
+
+@pytest.mark.parametrize("notebook,problem", HINTED, ids=[f"{n[:2]}-{p}" for n, p in HINTED])
+def test_first_hint_says_what_the_failing_check_says(notebook, problem):
+    """A failing check prints the problem's hint; the lesson's first <details> hint opens with the same words."""
+    from tests.hints import first_hints
+
+    hint = " ".join(getattr(P, problem).hint.split())
+    assert hint and any(hint in h for h in first_hints(REPO / "solutions" / "02_reduce" / notebook)), hint
