@@ -30,6 +30,11 @@ lesson. To keep CI's wall time down, the selected lessons run ``GRADER_UNTOUCHED
 (default: 2, or 1 on a single core) in a background pool started when the first test needs it; each
 test waits only for its own lesson. The per-lesson seconds are printed at the end of the run, and
 written as JSON to ``$GRADER_UNTOUCHED_TIMES`` when that is set.
+
+On a GPU machine, ``GRADER_TEST_GPU=1`` (conftest.py) runs the same lessons on the GPU instead of the
+simulator: the same rules then catch what only a GPU shows, such as a stub kernel launched anyway
+(Numba ignores a kernel's ``raise`` unless it is compiled with ``debug=True``, so the check reports
+"never written" instead of "not implemented yet").
 """
 from __future__ import annotations
 
