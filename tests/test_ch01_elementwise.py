@@ -155,3 +155,17 @@ def test_kernels_compile_for_sm90():
     if r.returncode == 77:
         pytest.skip(r.stdout.strip() or "no NVVM to compile with")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+
+
+# ------------------------------------------------------------------ the lessons' first hint is the check's hint
+HINTED = [("01_threads_and_blocks.ipynb", "vector_add"), (NB["02"], "saxpy"), (NB["03"], "transpose"),
+          (NB["04"], "bias_gelu")]
+
+
+@pytest.mark.parametrize("notebook,problem", HINTED, ids=[h[1] for h in HINTED])
+def test_first_hint_says_what_the_failing_check_says(notebook, problem):
+    """A failing check prints the problem's hint; the lesson's first <details> hint opens with the same words."""
+    from tests.hints import first_hints
+
+    hint = " ".join(getattr(P, problem).hint.split())
+    assert any(hint in h for h in first_hints(SOL / notebook)), hint

@@ -163,3 +163,52 @@ def test_online_state_reference_passes():
     ns = lesson("02_reduce", "03_softmax.ipynb", ["given", "online_state", "online_state_launch"])
     check(ns["launch_online_state"], P.online_state, quiet=True)
     check(ns["launch_online_state"], P.online_state, hidden=True, quiet=True)
+
+
+# ---------------------------------------------------------------- the speed cells grade the best finished version
+BEST = [  # lesson, its best version's cell, the launch it defines, the version before it, the name graded
+    # for speed, the cells that define the version before it, the correctness cells of that version
+    ("03_softmax.ipynb", "v4_registers", "launch_registers", "launch_online", "launch_softmax",
+     ["given", "v1_naive", "online_state", "v3_online"], ["test_softmax_visible", "test_softmax_hidden"]),
+    ("04_norms.ipynb", "v3_registers", "launch_rmsnorm_registers", "launch_rmsnorm_simple", "launch_rmsnorm",
+     ["welford", "v1_layernorm", "given", "v2_rmsnorm"], ["test_rmsnorm_visible", "test_rmsnorm_hidden"]),
+]
+
+
+@pytest.mark.parametrize("notebook,cell,best,before,graded,cells,tests", BEST, ids=[b[0] for b in BEST])
+def test_speed_cell_grades_the_best_finished_version(notebook, cell, best, before, graded, cells, tests):
+    """Issue 32: the speed cell pointed at the last version whatever the learner wrote, so a learner who
+    stopped one version earlier got no speed points (and, in the judge, which runs every cell before the
+    tests, no correctness points either). Now the pick cell grades the last version that passes its
+    check, and the correctness cells grade the version the exercise asks for."""
+    from grader.notebooks import cell_source
+    from tests.conftest import solution
+
+    sol = solution("02_reduce", notebook)
+    release = REPO / "course" / "02_reduce" / notebook
+    pick = cell_source(sol, "pick_fastest")
+    ns = load(notebook, cells + [cell])                       # the best version written: it is graded
+    exec(compile(pick, "pick_fastest", "exec"), ns)
+    assert ns[graded] is ns[best]
+    ns = load(notebook, cells)                                # the best version left as released: the one before
+    exec(compile(cell_source(release, cell), cell, "exec"), ns)
+    exec(compile(pick, "pick_fastest", "exec"), ns)
+    assert ns[graded] is ns[before]
+    for test in tests:
+        src = cell_source(sol, test)
+        assert f"check({before}," in src and best not in src, f"{test} grades {before}, the exercise it follows"
+
+
+# ---------------------------------------------------------------- the lessons' first hint is the check's hint
+HINTED = [("01_atomics_and_trees.ipynb", "block_sum"), ("02_warps.ipynb", "total_sum"),
+          ("03_softmax.ipynb", "online_state"), ("03_softmax.ipynb", "softmax_bf16"),
+          ("04_norms.ipynb", "rmsnorm_bf16"), ("05_scan_and_histogram.ipynb", "scan")]
+
+
+@pytest.mark.parametrize("notebook,problem", HINTED, ids=[f"{n[:2]}-{p}" for n, p in HINTED])
+def test_first_hint_says_what_the_failing_check_says(notebook, problem):
+    """A failing check prints the problem's hint; the lesson's first <details> hint opens with the same words."""
+    from tests.hints import first_hints
+
+    hint = " ".join(getattr(P, problem).hint.split())
+    assert hint and any(hint in h for h in first_hints(REPO / "solutions" / "02_reduce" / notebook)), hint
