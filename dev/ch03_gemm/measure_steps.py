@@ -1,0 +1,122 @@
+"""Lesson 03.04's two steps on a GPU: the checkpoint (one-stage kernel, cell v_1stage), the simplest
+pipelined loop the lesson says earns full points (v3's template with main_loop written as the lesson's
+Hint 3: no fragment double buffering), and the reference v3, each checked (grader.check, visible and
+hidden sizes) and timed (grader.measure: the graded timing, ungraded) against cuBLAS bf16 in the same run.
+
+    python dev/ch03_gemm/measure_steps.py [--sizes 4096,8192]   # table last; $OUT/measure_steps.json
+    python dev/ch03_gemm/measure_steps.py --dry-run             # anywhere: build all three, print their resources
+
+Why: the lesson states that the simplest main_loop earns full speed points (≥ 38.8% of cuBLAS) from a
+tuning-run figure of a close variant on an H200 (42%), and prints nothing about the checkpoint's speed.
+This measures both as the lesson writes them. Exit status 1 if a check fails.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+import gemm_harness as H   # first: puts the repository on sys.path and imports grader
+
+import grader
+from grader.cuda.magic import parse_magic_line
+from grader.notebooks import cell_source, run_cells
+from grader.problems import gemm as P
+
+NB = H.SOL / "04_mma_sync_pipeline.ipynb"
+
+# The lesson's Hint 3 of step 2, written out: one set of fragment registers, the wait and the barrier at
+# the top of each k tile, the refill right after them, one commit per tile.
+SIMPLE_LOOP = r"""
+  unsigned af[MT][4], bf[NT][2];
+  for (int kt = 0; kt < KT; ++kt) {
+    course::cp_async_wait<STAGES - 2>();
+    __syncthreads();
+    if (kt + STAGES - 1 < KT) load_stage(wr, kt + STAGES - 1);
+    course::cp_async_commit();
+    wr = (wr + V::STAGE_BYTES == send) ? sbase : wr + V::STAGE_BYTES;
+#pragma unroll
+    for (int ks = 0; ks < KS; ++ks) {
+      load_frags(af, bf, rd, ks);
+#pragma unroll
+      for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < NT; ++j) course::mma_bf16(acc[i][j], af[i], bf[j]);
+    }
+    rd = (rd + V::STAGE_BYTES == send) ? sbase : rd + V::STAGE_BYTES;
+  }
+"""
+
+
+def simple_source() -> str:
+    src = cell_source(NB, "v_hgemm")
+    new, n = re.subn(r"  // BEGIN SOLUTION\n.*?  // END SOLUTION\n", SIMPLE_LOOP.lstrip("\n"), src, flags=re.S)
+    assert n == 1, "the cell's solution region moved"
+    return new
+
+
+def build():
+    """The lesson's cells as the notebook runs them, and the simple-loop variant of v_hgemm (v3 only)."""
+    ns = run_cells(NB, ["setup", "v_1stage", "launch_1stage", "v_hgemm", "launch"])
+    first, _, body = simple_source().partition("\n")
+    args = parse_magic_line(first[len("%%cuda"):])
+    from grader.cuda import compile_cuda
+
+    simple = compile_cuda(body, name="hg_simple", kernels=["hgemm<V3>"])
+    assert "hgemm<V3>" in args["kernels"]
+    kernels = {"checkpoint: one stage (v_1stage)": ns["hs"]["hgemm_1stage<One>"],
+               "v3, simplest main_loop (Hint 3)": simple["hgemm<V3>"],
+               "v3, the reference": ns["hg"]["hgemm<V3>"]}
+    launches = {"checkpoint: one stage (v_1stage)": ns["launch_1stage"],
+                "v3, simplest main_loop (Hint 3)": P.tiled_launch(simple["hgemm<V3>"]),
+                "v3, the reference": ns["launch_hgemm"]}
+    return kernels, launches
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default="4096,8192")
+    ap.add_argument("--dry-run", action="store_true", help="build and print resources only (no GPU needed)")
+    a = ap.parse_args()
+    kernels, launches = build()
+    for label, k in kernels.items():
+        print(f"{label:36s} {k.launch_shape} | {k.resources}")
+    if a.dry_run:
+        return 0
+    if grader.SIMULATOR:
+        print("no GPU: nothing to time (use --dry-run to build only)")
+        return 2
+    report, failed = {"device": grader.device.info().name, "rows": [], "checks": {}}, False
+    for label, launch in launches.items():
+        try:
+            grader.check(launch, P.hgemm_bf16, quiet=True)
+            grader.check(launch, P.hgemm_bf16, hidden=True, quiet=True)
+            report["checks"][label] = "passed"
+        except Exception as e:                       # a CheckFailed, or a CUDA error: recorded, not timed
+            report["checks"][label] = str(e).splitlines()[0]
+            failed = True
+        print(f"check {label}: {report['checks'][label]}", flush=True)
+    table = []
+    for n in (int(x) for x in a.sizes.split(",")):
+        size = P.Shape(n, n, n)
+        for label, launch in launches.items():
+            if report["checks"][label] != "passed":
+                continue
+            m = grader.measure(launch, P.hgemm_bf16, label, size=size, budget_s=2.0)
+            row = {"size": n, "label": label, "tflops": m.value, "peer": m.peer_value, "fraction": m.fraction}
+            report["rows"].append(row)
+            table.append(row)
+    out = Path(os.environ.get("OUT", "."))
+    (out / "measure_steps.json").write_text(json.dumps(report, indent=1))
+    print(f"\n{report['device']}: % of cuBLAS bf16 (torch.matmul) timed in the same run; full points from 38.8%")
+    for r in table:
+        print(f"{r['size']:>5}³  {r['label']:36s} {r['tflops']:7.1f} TFLOP/s  cuBLAS {r['peer']:7.1f}  "
+              f"{100 * r['fraction']:5.1f}%")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
