@@ -1,14 +1,16 @@
-"""Lesson 03.04's two steps on a GPU: the checkpoint (one-stage kernel, cell v_1stage), the simplest
-pipelined loop the lesson says earns full points (v3's template with main_loop written as the lesson's
-Hint 3: no fragment double buffering), and the reference v3, each checked (grader.check, visible and
-hidden sizes) and timed (grader.measure: the graded timing, ungraded) against cuBLAS bf16 in the same run.
+"""Lessons 03.04 and 03.05 step by step on a GPU: 03.04's checkpoint (one-stage kernel, cell v_1stage),
+the simplest pipelined loop 03.04 says earns full points (v3's template with main_loop written as its
+Hint 3: no fragment double buffering), the reference v3; 03.05's simplest loop (its Hint 3, CuTe) and
+its reference v2. Each is checked (grader.check, visible and hidden sizes) and timed (grader.measure:
+the graded timing, ungraded) against cuBLAS bf16 in the same run.
 
     python dev/ch03_gemm/measure_steps.py [--sizes 4096,8192]   # table last; $OUT/measure_steps.json
     python dev/ch03_gemm/measure_steps.py --dry-run             # anywhere: build all three, print their resources
 
 Why: the lesson states that the simplest main_loop earns full speed points (≥ 38.8% of cuBLAS) from a
-tuning-run figure of a close variant on an H200 (42%), and prints nothing about the checkpoint's speed.
-This measures both as the lesson writes them. Exit status 1 if a check fails.
+tuning-run figure of a close variant on an H200 (42%), 03.05 says its simplest loop's speed was not
+measured, and neither prints the checkpoint's speed. This measures them as the lessons write them.
+Exit status 1 if a check fails.
 """
 from __future__ import annotations
 
@@ -51,28 +53,68 @@ SIMPLE_LOOP = r"""
 """
 
 
-def simple_source() -> str:
-    src = cell_source(NB, "v_hgemm")
-    new, n = re.subn(r"  // BEGIN SOLUTION\n.*?  // END SOLUTION\n", SIMPLE_LOOP.lstrip("\n"), src, flags=re.S)
-    assert n == 1, "the cell's solution region moved"
+# 03.05's Hint 3 written out in CuTe: the same loop, CuTe's copies and its one-line gemm.
+CUTE_SIMPLE_LOOP = r"""
+  int read = 0, write = STAGES - 1;
+  for (int kt = 0; kt < KT; ++kt) {
+    cp_async_wait<STAGES - 2>();
+    __syncthreads();
+    if (kt + STAGES - 1 < KT) {
+      copy(g2s_a, tAgA(_, _, _, kt + STAGES - 1), tAsA(_, _, _, write));
+      copy(g2s_b, tBgB(_, _, _, kt + STAGES - 1), tBsB(_, _, _, write));
+    }
+    cp_async_fence();
+    write = write + 1 == STAGES ? 0 : write + 1;
+    CUTE_UNROLL
+    for (int kb = 0; kb < KB; ++kb) {
+      copy(s2r_a, tXsA(_, _, kb, read), tXrA(_, _, kb));
+      copy(s2r_b, tXsB(_, _, kb, read), tXrB(_, _, kb));
+      gemm(mma, tCrA(_, _, kb), tCrB(_, _, kb), acc);
+    }
+    read = read + 1 == STAGES ? 0 : read + 1;
+  }
+"""
+
+
+def with_loop(notebook: str, cell: str, loop: str) -> str:
+    """The cell's source with its solution region replaced by ``loop``."""
+    src = cell_source(H.SOL / notebook, cell)
+    new, n = re.subn(r"  // BEGIN SOLUTION\n.*?  // END SOLUTION\n", loop.lstrip("\n"), src, flags=re.S)
+    assert n == 1, f"{cell}: the solution region moved"
     return new
+
+
+def simple_source() -> str:
+    return with_loop("04_mma_sync_pipeline.ipynb", "v_hgemm", SIMPLE_LOOP)
+
+
+def cute_simple_source() -> str:
+    return with_loop("05_cute.ipynb", "v_cute", CUTE_SIMPLE_LOOP)
 
 
 def build():
     """The lesson's cells as the notebook runs them, and the simple-loop variant of v_hgemm (v3 only)."""
     ns = run_cells(NB, ["setup", "v_1stage", "launch_1stage", "v_hgemm", "launch"])
-    first, _, body = simple_source().partition("\n")
-    args = parse_magic_line(first[len("%%cuda"):])
+    cute = run_cells(H.SOL / "05_cute.ipynb", ["setup", "v_cute", "launch"])
     from grader.cuda import compile_cuda
 
-    simple = compile_cuda(body, name="hg_simple", kernels=["hgemm<V3>"])
-    assert "hgemm<V3>" in args["kernels"]
+    def build_variant(source, name, kernel):
+        first, _, body = source.partition("\n")
+        assert kernel in parse_magic_line(first[len("%%cuda"):])["kernels"]
+        return compile_cuda(body, name=name, kernels=[kernel])[kernel]
+
+    simple = {"hgemm<V3>": build_variant(simple_source(), "hg_simple", "hgemm<V3>")}
+    cute_simple = build_variant(cute_simple_source(), "cg_simple", "cute_gemm<V2>")
     kernels = {"checkpoint: one stage (v_1stage)": ns["hs"]["hgemm_1stage<One>"],
                "v3, simplest main_loop (Hint 3)": simple["hgemm<V3>"],
-               "v3, the reference": ns["hg"]["hgemm<V3>"]}
+               "v3, the reference": ns["hg"]["hgemm<V3>"],
+               "03.05 v2, simplest loop (Hint 3)": cute_simple,
+               "03.05 v2, the reference": cute["cg"]["cute_gemm<V2>"]}
     launches = {"checkpoint: one stage (v_1stage)": ns["launch_1stage"],
                 "v3, simplest main_loop (Hint 3)": P.tiled_launch(simple["hgemm<V3>"]),
-                "v3, the reference": ns["launch_hgemm"]}
+                "v3, the reference": ns["launch_hgemm"],
+                "03.05 v2, simplest loop (Hint 3)": P.tiled_launch(cute_simple),
+                "03.05 v2, the reference": cute["launch_cute"]}
     return kernels, launches
 
 
