@@ -21,14 +21,17 @@ import re
 import sys
 from pathlib import Path
 
-import gemm_harness as H   # first: puts the repository on sys.path and imports grader
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:          # run as a script: import the repository's grader
+    sys.path.insert(0, str(ROOT))
 
-import grader
-from grader.cuda.magic import parse_magic_line
-from grader.notebooks import cell_source, run_cells
-from grader.problems import gemm as P
+import grader  # noqa: E402  (before numba: it picks GPU or simulator)
+from grader.cuda.magic import parse_magic_line  # noqa: E402
+from grader.notebooks import cell_source, run_cells  # noqa: E402
+from grader.problems import gemm as P  # noqa: E402
 
-NB = H.SOL / "04_mma_sync_pipeline.ipynb"
+SOL = ROOT / "solutions" / "03_gemm"
+NB = SOL / "04_mma_sync_pipeline.ipynb"
 
 # The lesson's Hint 3 of step 2, written out: one set of fragment registers, the wait and the barrier at
 # the top of each k tile, the refill right after them, one commit per tile.
@@ -78,7 +81,7 @@ CUTE_SIMPLE_LOOP = r"""
 
 def with_loop(notebook: str, cell: str, loop: str) -> str:
     """The cell's source with its solution region replaced by ``loop``."""
-    src = cell_source(H.SOL / notebook, cell)
+    src = cell_source(SOL / notebook, cell)
     new, n = re.subn(r"  // BEGIN SOLUTION\n.*?  // END SOLUTION\n", loop.lstrip("\n"), src, flags=re.S)
     assert n == 1, f"{cell}: the solution region moved"
     return new
@@ -95,7 +98,7 @@ def cute_simple_source() -> str:
 def build():
     """The lesson's cells as the notebook runs them, and the simple-loop variant of v_hgemm (v3 only)."""
     ns = run_cells(NB, ["setup", "v_1stage", "launch_1stage", "v_hgemm", "launch"])
-    cute = run_cells(H.SOL / "05_cute.ipynb", ["setup", "v_cute", "launch"])
+    cute = run_cells(SOL / "05_cute.ipynb", ["setup", "v_cute", "launch"])
     from grader.cuda import compile_cuda
 
     def build_variant(source, name, kernel):
