@@ -147,7 +147,10 @@ hgemm_bf16 = Problem(
     sizes=GPU_SIZES, sim_sizes=SIM_SIZES,
     hidden_sizes=GPU_HIDDEN, hidden_sim_sizes=SIM_HIDDEN + SIM_HIDDEN_LONG_K,
     tolerance=bf16_output_tolerance,
-    hint=_HINT + " Accumulate in fp32 (an fp16 or bf16 accumulator loses the long-K cases), round to bf16 once.",
+    hint=("Wrong values in 16 × 8 blocks: compare them with the fragment map (a register or an ldmatrix lane "
+          "address is off); right only sometimes: a missing wait or barrier. C[m, n] = sum over k of A[m, k]·B[k, n], "
+          "all row-major; the launcher pads A and B with zeros to whole tiles, so only the stores of C need guards. "
+          "Accumulate in fp32 (an fp16 or bf16 accumulator loses the long-K cases), round to bf16 once."),
     bytes_moved=_bytes(2, 2), flops=flops,
     bench_size=BENCH, peer=peers.matmul("bf16"), target=0.40, floor=0.04, library_free=True,
     simulator=False, arch="sm_80",
