@@ -463,3 +463,21 @@ def test_the_first_hint_opens_with_the_checks_own_hint():
         hint1 = " ".join(text.split("<details><summary>Hint 1")[1].split("</summary>", 1)[1].split())
         opening = " ".join(problem.hint.split(". ")[0].split())
         assert hint1.startswith(opening), (notebook, opening[:60])
+
+
+def test_the_lessons_figures_exist_small_and_released():
+    """Every figures/… a chapter-04 lesson shows is committed beside the solution and in the release, < 100 KB,
+    and its script reproduces it."""
+    import subprocess
+    import sys
+
+    for notebook in ALL:
+        for c in _markdown(notebook):
+            for rel in re.findall(r"\]\((figures/[^)]+)\)", c.source):
+                src, released = ROOT / "solutions" / CH / rel, ROOT / "course" / CH / rel
+                assert src.is_file() and released.is_file(), rel
+                assert src.stat().st_size < 100_000 and src.read_bytes() == released.read_bytes(), rel
+    before = (ROOT / "solutions" / CH / "figures" / "fa2_p_fragment.svg").read_bytes()
+    subprocess.run([sys.executable, str(ROOT / "tools" / "figures" / "04_03_p_fragment.py")], check=True,
+                   capture_output=True)
+    assert (ROOT / "solutions" / CH / "figures" / "fa2_p_fragment.svg").read_bytes() == before
