@@ -90,7 +90,9 @@ def perf_vs_size(series: dict, unit: str = "GB/s", ceiling: float | None = None,
 
 
 def ladder(rows: list, title: str = "% of the peer", target: float | None = None, ax=None):
-    """rows: (label, fraction of peer). A vertical line marks the target."""
+    """rows: (label, fraction of peer). A vertical line marks the target; its legend sits below the
+    axes (or beside them, on an axes the caller made), never over a bar."""
+    own = ax is None
     fig, ax = (ax.figure, ax) if ax is not None else subplots(figsize=(6.5, 1.6 + 0.45 * len(rows)))
     labels = [r[0] for r in rows]
     vals = [100 * r[1] if r[1] is not None and math.isfinite(r[1]) else 0 for r in rows]
@@ -99,12 +101,20 @@ def ladder(rows: list, title: str = "% of the peer", target: float | None = None
         ax.text(v + 1, y, f"{v:.0f}%", va="center", fontsize=8)
     if target:
         ax.axvline(100 * target, color="tab:red", ls="--", lw=1, label=f"target {100 * target:.0f}%")
-        ax.legend(fontsize=8, loc="lower right")
     ax.invert_yaxis()
     ax.set_xlim(0, max(110, max(vals, default=0) + 15))
     ax.set_xlabel("% of peer (same GPU, same run)")
     ax.set_title(title)
-    fig.tight_layout()
+    if target and own:
+        # The legend goes in a strip under the axes, never inside them: inside, "lower right"
+        # sat on the tallest bar whenever that bar was the last row (a library peer at 188%).
+        strip = 0.32 / fig.get_figheight()                  # ~0.3 inch, whatever the number of rows
+        fig.legend(loc="lower center", fontsize=8, frameon=False)
+        fig.tight_layout(rect=(0, strip, 1, 1))
+    else:
+        if target:                                          # an axes of someone else's figure: beside it
+            ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+        fig.tight_layout()
     return fig
 
 

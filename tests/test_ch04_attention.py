@@ -277,13 +277,75 @@ def test_cpp_mistakes_apply_to_the_cells_and_compile(family, mistake):
     assert set(module.kernel_names) == set(_compile(cell_source(solution(CH, notebook), CPP[notebook][0])).kernel_names)
 
 
+# ---------------------------------------------------------------- 04.03's two steps
+FA2_STEP1 = [("if (__any_sync(0xffffffffu, grow)) {", "if (true) {")]     # always rescale: no vote
+V3_ONLY = ' -k "fa2<V3<128>>" -k "fa2<V3<64>>"'
+
+
+def _fa2_v3(source: str, name: str):
+    """The 04.03 cell built with just the two V3 instantiations (the rubrics read only those)."""
+    first, _, body = source.partition("\n")
+    return _compile(re.sub(r' -k "[^"]*"', "", first) + V3_ONLY + "\n" + body, name)
+
+
+def test_the_lazy_rescale_step_is_graded_by_its_vote():
+    """04.03's checkpoint kernel (step 1: a rescale on every tile) passes the SASS rubric and fails
+    step 2's rubric (no VOTE.ANY); the reference passes both."""
+    from grader.cuda.sass import RubricFailed
+
+    nb = "03_fa2_tensor_cores.ipynb"
+    reference = cell_source(solution(CH, nb), "v_fa2")
+    step1 = _fa2_v3(W.cpp_variant(reference, FA2_STEP1), "fa_step1")
+    for module in (_fa2_v3(reference, "fa_ref"), step1):
+        run_rubric(CH, nb, "test_fa2_sass", fa=module)
+    run_rubric(CH, nb, "test_fa2_lazy", fa=_fa2_v3(reference, "fa_ref"))
+    with pytest.raises(RubricFailed, match="VOTE.ANY"):
+        run_rubric(CH, nb, "test_fa2_lazy", fa=step1)
+
+
+def test_the_checkpoint_moves_points_and_keeps_the_total():
+    """04.03 keeps its 11 points: the checkpoint (2) and the lazy-rescale rubric (1) took one point
+    each from the SASS rubric and the two V3 correctness cells."""
+    import nbformat
+
+    cells = {c.get("id"): c.metadata.get("nbgrader", {}) for c in
+             nbformat.read(solution(CH, "03_fa2_tensor_cores.ipynb"), as_version=4).cells}
+    points = {k: m["points"] for k, m in cells.items() if m.get("grade")}
+    assert points == {"test_fa2_sass": 1, "test_fa2_checkpoint": 2, "test_fa2_lazy": 1, "test_fa2_visible": 1,
+                      "test_fa2_hidden": 1, "speed_fa2": 3, "speed_fa2_causal": 2}
+    assert sum(points.values()) == 11
+
+
+@pytest.mark.parametrize("notebook", sorted(CPP))
+def test_an_untouched_lesson_never_launches_its_stub(notebook):
+    """The released cell (with `// YOUR CODE HERE`) bound to the lesson's launch functions: each is
+    refused before any host work, and the check's verdict is one line, "not implemented yet"."""
+    from grader.check import explain
+    from grader.cuda.module import StubLaunch
+    from grader.notebooks import run_cells
+
+    cell, _, name = CPP[notebook]
+    course = ROOT / "course" / CH / notebook
+    ns = run_cells(course, ["setup", "launch"], {name: _compile(cell_source(course, cell), name=f"{name}_stub")})
+    for launch, problem in LAUNCHES[notebook]:
+        prob = getattr(P, problem)
+        size = prob.sizes[0]
+        inputs = prob.make_inputs(np.random.default_rng(0), size)
+        outs = [np.zeros(shape, np.uint16) for shape, _ in prob.outputs(size, inputs).values()]
+        with pytest.raises(StubLaunch) as refused:
+            ns[launch](*inputs.values(), *outs)
+        why = explain(refused.value)
+        assert why.startswith(f"not implemented yet: the cell `%%cuda {name}_stub` still holds") and "\n" not in why
+
+
 # ---------------------------------------------------------------- on a GPU
 def _launches(notebook: str, module) -> dict:
     """The notebook's launch cell run with ``module`` bound to the cell's module name."""
     return run_cells(solution(CH, notebook), ["setup", "launch"], {CPP[notebook][2]: module})
 
 
-LAUNCHES = {"03_fa2_tensor_cores.ipynb": [("launch_fa2", "fa2"), ("launch_v1", "fa2"), ("launch_v2", "fa2")],
+LAUNCHES = {"03_fa2_tensor_cores.ipynb": [("launch_fa2", "fa2"), ("launch_eager", "fa2"), ("launch_v1", "fa2"),
+                                          ("launch_v2", "fa2")],
             "04_decoding.ipynb": [("launch_decode", "decode"), ("launch_v1", "decode"), ("launch_v2", "decode"),
                                   ("launch_paged", "decode_paged")],
             "05_mla_decode.ipynb": [("launch_mla", "mla"), ("launch_mla32", "mla")]}
@@ -296,6 +358,16 @@ def test_cpp_references_pass_on_a_gpu(notebook):
     for launch, problem in LAUNCHES[notebook]:
         check(ns[launch], getattr(P, problem), quiet=True)
         check(ns[launch], getattr(P, problem), hidden=True, quiet=True)
+
+
+@pytest.mark.gpu
+def test_the_checkpoint_kernel_earns_the_correctness_points_on_a_gpu():
+    """04.03's step 1 (a rescale on every tile, no vote) is correct: the checkpoint and the V3 checks pass."""
+    nb = "03_fa2_tensor_cores.ipynb"
+    ns = _launches(nb, _compile(W.cpp_variant(cell_source(solution(CH, nb), "v_fa2"), FA2_STEP1), name="fa_step1"))
+    for launch in ("launch_eager", "launch_fa2"):
+        check(ns[launch], P.fa2, quiet=True)
+        check(ns[launch], P.fa2, hidden=True, quiet=True)
 
 
 @pytest.mark.gpu
@@ -330,3 +402,82 @@ def test_the_judge_applies_the_memory_bound(tmp_path):
     got = {v.grade_id: v for v in result.verdicts}
     for cell_id in ("test_flash_visible", "test_flash_hidden"):
         assert got[cell_id].score == 0 and "allocated" in got[cell_id].reason, got[cell_id]
+
+
+# ---------------------------------------------------------------- the lessons as a learner reads them
+LAB_LOG = re.compile(r"20\d\d-\d\d-\d\d|\bresults/|\bdev/|\brun ?\d+\b|_h100_|_h200_|\bsession\b", re.I)
+TEX_OUTSIDE_MATH = re.compile(r"[\^_]\{|\\(?:frac|sqrt|max|sum|alpha|infty|mathrm|text|top)\b")
+
+
+def _markdown(notebook: str) -> list:
+    import nbformat
+
+    return [c for c in nbformat.read(solution(CH, notebook), as_version=4).cells if c.cell_type == "markdown"]
+
+
+def _prose(text: str) -> str:
+    """Markdown with code blocks, code spans and math removed: what the markdown renderer sees as text."""
+    text = re.sub(r"```.*?```", " ", text, flags=re.S)
+    text = re.sub(r"`[^`\n]*`", " ", text)
+    text = re.sub(r"\$\$.*?\$\$", " ", text, flags=re.S)
+    return re.sub(r"\$[^$\n]+\$", " ", text)
+
+
+ALL = sorted(p.name for p in (ROOT / "solutions" / CH).glob("*.ipynb"))
+
+
+@pytest.mark.parametrize("notebook", ALL)
+def test_a_lesson_teaches_and_links_its_lab_log_once(notebook):
+    """The issue-32 shape: the lab log out (<= 10% of the prose words in cells that cite dates, results/,
+    dev/ or runs, as /work/shared/tools/lesson_stats.py counts), linked once; a "What you will write"
+    box; hints that open one at a time; try it yourself; takeaways; the glossary linked."""
+    cells = _markdown(notebook)
+    words = sum(len(c.source.split()) for c in cells)
+    logged = sum(len(c.source.split()) for c in cells if LAB_LOG.search(c.source))
+    assert logged <= 0.10 * words, (notebook, logged, words)
+    text = "\n".join(c.source for c in cells)
+    assert text.count("Behind these numbers: `results/ch04/NOTES.md`") == 1
+    assert "What you will write" in text or "**Step 1, the checkpoint**" in text
+    assert text.count("<details><summary>Hint ") >= 3 and text.count("<details>") == text.count("</details>")
+    for heading in ("## Try it yourself", "## Takeaways", "(../GLOSSARY.md)"):
+        assert heading in text, (notebook, heading)
+
+
+@pytest.mark.parametrize("notebook", ALL)
+def test_tex_renders(notebook):
+    """No TeX outside $…$ / $$…$$ (JupyterLab shows it raw: 04.02's `^{(d+1)}`), $ signs paired, and no
+    line starting with "+ " (a bullet in markdown)."""
+    for c in _markdown(notebook):
+        prose = _prose(c.source)
+        assert not TEX_OUTSIDE_MATH.search(prose), (notebook, c.id, TEX_OUTSIDE_MATH.search(prose).group(0))
+        assert "$" not in prose, (notebook, c.id)
+        assert not re.search(r"(?m)^\s*\+ ", c.source), (notebook, c.id)
+
+
+def test_the_first_hint_opens_with_the_checks_own_hint():
+    """A failed check prints the problem's hint; the lesson's first hint starts with the same words."""
+    first = {"01_naive_attention.ipynb": P.attention_naive, "02_flash_attention_cuda_cores.ipynb": P.flash_attention,
+             "03_fa2_tensor_cores.ipynb": P.fa2, "04_decoding.ipynb": P.decode, "05_mla_decode.ipynb": P.mla}
+    for notebook, problem in first.items():
+        text = next(c.source for c in _markdown(notebook) if "<details><summary>Hint 1" in c.source)
+        hint1 = " ".join(text.split("<details><summary>Hint 1")[1].split("</summary>", 1)[1].split())
+        opening = " ".join(problem.hint.split(". ")[0].split())
+        assert hint1.startswith(opening), (notebook, opening[:60])
+
+
+def test_the_lessons_figures_exist_small_and_released():
+    """Every figures/… a chapter-04 lesson shows is committed beside the solution and in the release, < 100 KB,
+    and its script reproduces it."""
+    import subprocess
+    import sys
+
+    for notebook in ALL:
+        for c in _markdown(notebook):
+            for rel in re.findall(r"\]\((figures/[^)]+)\)", c.source):
+                src, released = ROOT / "solutions" / CH / rel, ROOT / "course" / CH / rel
+                assert src.is_file() and released.is_file(), rel
+                assert src.stat().st_size < 100_000 and src.read_bytes() == released.read_bytes(), rel
+    before = (ROOT / "solutions" / CH / "figures" / "fa2_p_fragment.svg").read_bytes()
+    subprocess.run([sys.executable, str(ROOT / "tools" / "figures" / "04_03_p_fragment.py")], check=True,
+                   capture_output=True)
+    assert (ROOT / "solutions" / CH / "figures" / "fa2_p_fragment.svg").read_bytes() == before

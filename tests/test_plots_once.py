@@ -81,3 +81,24 @@ def test_a_kernel_shows_the_helpers_figures_as_pictures():
     plot.show_figures_as_png(shell)
     data, _ = shell.display_formatter.format(fig)
     assert data["image/png"][:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_ladders_legend_sits_on_no_bar():
+    """The target's legend is drawn outside the axes: inside ("lower right") it covered the last bar
+    whenever that bar was the tallest (04.03's cuDNN row at 188%, 05.03's library rows)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from grader import plot
+
+    for rows in ([("v1", 0.96), ("v2", 1.0), ("v3", 1.04), ("SDPA cuDNN (same run)", 1.88)],    # tallest last
+                 [("v1", 0.2), ("v2", 0.9)], [("only", 0.5)]):
+        fig = plot.ladder(rows, title="a ladder", target=0.5)
+        FigureCanvasAgg(fig).draw()
+        renderer = fig.canvas.get_renderer()
+        legends = fig.legends + [a.get_legend() for a in fig.axes if a.get_legend()]
+        assert len(legends) == 1
+        box = legends[0].get_window_extent(renderer)
+        ax = fig.axes[0]
+        assert not box.overlaps(ax.get_window_extent(renderer)), rows          # outside the axes altogether
+        assert not box.overlaps(ax.xaxis.label.get_window_extent(renderer))
+        assert box.x0 >= 0 and box.y0 >= 0 and box.x1 <= fig.bbox.x1 and box.y1 <= fig.bbox.y1   # and on the figure

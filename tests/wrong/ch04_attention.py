@@ -145,7 +145,7 @@ CPP_MISTAKES = {
     }),
     "decode": ("04_decoding.ipynb", "v_decode", {
         # query head g of KV head j taken as g·Hkv + j (interleaved) instead of j·G + g
-        "gqa_head": [("return kvh * G + gi;", "return gi * Hkv + kvh;")],
+        "gqa_head": [("h = kvh * G + gi;", "h = gi * Hkv + kvh;")],
         # the split-KV chunks averaged, without their log-sum-exp weights
         "combine_no_lse": [("const float w = __expf(__ldcg(lse_row + s) - ref);", "const float w = 1.f + 0.f * ref;")],
         # the block table ignored: sequence b's pages assumed at b·max_pages + i
