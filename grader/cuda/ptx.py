@@ -207,9 +207,9 @@ class Program:
     def _split_args(s: str) -> list:
         out, depth, cur = [], 0, []
         for ch in s:
-            if ch in "{[":
+            if ch in "{[(":
                 depth += 1
-            elif ch in "}]":
+            elif ch in "}])":
                 depth -= 1
             if ch == "," and depth == 0:
                 out.append("".join(cur).strip())
@@ -236,6 +236,9 @@ class Program:
             if cur is None:
                 if header is not None:
                     header.append(line)
+                    if line.endswith(";") and "{" not in line:        # a declaration (.extern .func …;)
+                        header = None
+                        continue
                     if line.startswith("{") or line.endswith("{"):
                         cur = self._function_header(" ".join(header))
                         header = None

@@ -828,7 +828,7 @@ def _call(b, f, k, ins, mods, nxt):
         rets = [x.strip() for x in rest.pop(0)[1:-1].split(",") if x.strip()]
     fname = rest.pop(0).strip()
     if rest:
-        params = [x.strip() for x in " ".join(rest).strip()[1:-1].split(",") if x.strip()]
+        params = [x.strip() for x in rest[0].strip()[1:-1].split(",") if x.strip()]
     if fname == "vprintf":
         return _printf(b, f, k, ins, params, rets, nxt)
     if fname not in b.p.functions:
