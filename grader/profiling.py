@@ -517,7 +517,9 @@ def find_the_bottleneck(launch, problem, lesson: str, size=None, kernel: str | N
 
 
 # ---------------------------------------------------------------- the runner (ncu's target)
-def _runner(pkl: str) -> int:
+def _runner(pkl: str, once: bool = False) -> int:
+    """Launch once (``once``: under compute-sanitizer, grader.cuda.sanitize) or warm up and launch
+    again between cuProfilerStart/Stop (under ncu). A launch that fails prints one line and exits 3."""
     import pickle
 
     launch, problem, size = pickle.loads(Path(pkl).read_bytes())
@@ -525,8 +527,17 @@ def _runner(pkl: str) -> int:
     from cuda.bindings import driver
 
     case = TimedCase(problem, size)
-    launch(*case.args)                                     # warm-up: compiles, encodes maps, loads modules
-    _sync()
+    try:
+        launch(*case.args)                                 # warm-up: compiles, encodes maps, loads modules
+        _sync()
+    except Exception as e:                                 # noqa: BLE001
+        from .check import explain
+
+        print("grader: the launch failed: " + explain(e).splitlines()[0], flush=True)
+        return 3
+    if once:
+        print("grader: the launch finished", flush=True)
+        return 0
     driver.cuProfilerStart()
     launch(*case.args)
     _sync()
@@ -547,8 +558,8 @@ def _sync():
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--run":
-        sys.exit(_runner(sys.argv[2]))
+    if len(sys.argv) == 3 and sys.argv[1] in ("--run", "--once"):
+        sys.exit(_runner(sys.argv[2], once=sys.argv[1] == "--once"))
     print("usage: python -m grader.profiling --run PAYLOAD.pkl   (grader.profile's runner, under ncu)")
     sys.exit(2)
 

@@ -479,6 +479,7 @@ class Block:
         self.generic_writes: dict = {} # shared byte -> (tid, write number) of ordinary stores
         self.fence_at: dict = {}       # tid -> write number of its last fence.proxy.async
         self.proxy_problems: list = []
+        self.uninit_reads: list = []   # (tid, shared address, PTX line) of loads of never-written shared bytes
 
     # ---- layout of memory
     def _layout(self, params, dynamic_smem):
@@ -524,6 +525,30 @@ class Block:
 
     def pointer(self, name: str) -> int:
         return self.pointers[name]
+
+    def fill(self, name: str, shape: tuple, itemsize: int):
+        """Tag every element of pointer argument ``name`` (a row-major ``shape``) with its
+        :class:`Elem`, as a TMA load would: the kernel's plain loads then carry the names along."""
+        base, mem = self.pointers[name], self.mem
+        rows, cols = (shape if len(shape) == 2 else (1, shape[0]))
+        for r in range(rows):
+            for c in range(cols):
+                cell = (Elem(name, r, c), itemsize)
+                a = base + (r * cols + c) * itemsize
+                for k in range(itemsize):
+                    mem[a + k] = (cell, itemsize, k)
+
+    def read_tensor(self, name: str, shape: tuple, itemsize: int) -> dict:
+        """{(row, col): value} of what the block left in pointer argument ``name`` (values never
+        written are left out)."""
+        base, out = self.pointers[name], {}
+        rows, cols = (shape if len(shape) == 2 else (1, shape[0]))
+        for r in range(rows):
+            for c in range(cols):
+                a = base + (r * cols + c) * itemsize
+                if a in self.mem:
+                    out[(r, c)] = self.load(a, itemsize)
+        return out
 
     # ---- memory
     def _write_bytes(self, addr, data: bytes):
@@ -747,7 +772,9 @@ class Block:
                     continue
                 if any(t.state == "run" for t in runq):
                     continue
-                raise Deadlock(self._deadlock_report(runq))
+                e = Deadlock(self._deadlock_report(runq))
+                e.printf = [((self.block_idx[0], self.block_idx[1]), tid, text) for tid, text in self.printf]
+                raise e
         self._drain_async(final=True)
         self.finish_wgmmas()
         return self
@@ -1012,22 +1039,23 @@ class Block:
                 by_wait.setdefault((t.state,), []).append(t.tid)
         for key, tids in by_wait.items():
             who = _tid_ranges(tids)
+            who = f"thread {who} waits" if len(tids) == 1 else f"threads {who} wait"
             if key[0] == "mbar":
                 _, addr, parity = key
                 b = self.bars.get(addr, {})
                 name = self.symbol_of(addr)
-                lines.append(f"threads {who} wait for the phase of parity {parity} of the mbarrier {name}: it is in "
+                lines.append(f"{who} for the phase of parity {parity} of the mbarrier {name}: it is in "
                              f"phase {b.get('phase')} (parity {b.get('phase', 0) & 1}, not complete: {b.get('pending')} of "
                              f"{b.get('count')} arrivals and {b.get('tx')} transaction bytes still due) and no thread or "
                              "copy will complete it")
             elif key[0] == "bar":
-                lines.append(f"threads {who} wait at barrier {key[1]} (bar.sync / __syncthreads) that the other "
-                             "threads never reach")
+                lines.append(f"{who} at barrier {key[1]} (bar.sync / __syncthreads), which the other threads "
+                             "never reach")
             elif key[0] == "warp":
-                lines.append(f"threads {who} wait for the other lanes of warp {key[1][0]} at a warp-wide instruction "
+                lines.append(f"{who} for the other lanes of warp {key[1][0]} at a warp-wide instruction "
                              f"(PTX line {self._line_of(key[1])})")
             else:
-                lines.append(f"threads {who}: {key[0]}")
+                lines.append(f"{who}: {key[0]}")
         return "the block hangs: " + "; ".join(lines)
 
     def _line_of(self, key) -> int:

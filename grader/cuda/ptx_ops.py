@@ -694,6 +694,8 @@ def _ld(b, f, k, ins, mods, nxt):
                 return b.param_values[key]
             return POISON
         v = b.load(key, size)
+        if v is POISON and sp == "shared" and len(b.uninit_reads) < 64 and any(key + k not in b.mem for k in range(size)):
+            b.uninit_reads.append((t.tid, key, ins.line))
         if kind == "f" and isinstance(v, int):
             v = _i2f(v, w)
         return v

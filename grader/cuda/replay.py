@@ -176,15 +176,18 @@ def refuse_stub(module):
                          "there and run the cell again (the replay runs your kernel's code).")
 
 
-def run(launch: Launch, block_idx=(0, 0, 0), threads=None, max_steps: int = 20_000_000) -> Block:
+def run(launch: Launch, block_idx=(0, 0, 0), threads=None, max_steps: int = 20_000_000, fill: dict | None = None) -> Block:
     """Replay block ``block_idx`` of a recorded launch; the :class:`~grader.cuda.ptx.Block` after it ran
-    (a hang raises :class:`~grader.cuda.ptx.Deadlock`)."""
+    (a hang raises :class:`~grader.cuda.ptx.Deadlock`). ``fill``: {pointer argument: FakeTensor}
+    whose elements are tagged before the block runs (inputs read with plain loads)."""
     k = launch.kernel
     refuse_stub(k.module)
     text, symbol = kernel_ptx(k.module, k.name)
     prog = _program(text)
     b = Block(prog, symbol, launch.args, block=launch.block, block_idx=block_idx, grid=launch.grid,
               dynamic_smem=launch.smem, max_steps=max_steps, threads=threads)
+    for name, t in (fill or {}).items():
+        b.fill(name, t.shape, t.element_size())
     return b.run()
 
 
