@@ -145,10 +145,10 @@ def parse(text: str) -> tuple[list, str]:
             summary = stripped
             cur = None
             continue
+        if re.match(r"(Saved host backtrace|Host Frame|Device Frame)", stripped):
+            continue                                       # the host's call stack: not the kernel's story
         if body.startswith("     ") and cur is not None:
             cur.lines.append(stripped)
-            continue
-        if re.match(r"(Saved host backtrace|Host Frame|Device Frame)", stripped):
             continue
         headline = re.sub(r"^(Error|Warning): ", "", stripped)
         meaning = next((m for pat, m in MEANING if re.search(pat, stripped + " " + headline)), "")
