@@ -184,9 +184,19 @@ def test_05_02_the_epilogue_is_not_the_replays():
 def test_05_03_reference_reads_where_tma_wrote():
     from grader.problems import hopper
 
-    k = _build(_body("03_pipelines.ipynb", "v_ws"), "ws_gemm<Ws<128, 256, 4, 1, 0>>")
+    k = _build(_body("03_pipelines.ipynb", "v_ws"), "ws_gemm<Ws<128, 256, 4, 1, 8>>")
     rep = W.gemm(k, lambda kern: hopper.ws_gemm_launch(kern, ctas=1))
     assert rep.ok, str(rep)
+
+
+@pytest.mark.parametrize("mistake", ["consumer_wrong_parity", "producer_overruns_ring", "epilogue_no_proxy_fence"])
+def test_05_03_pipeline_mistakes_are_caught(mistake):
+    from grader.problems import hopper
+    from tests.wrong import ch05_pipelines
+
+    body = cpp_variant(_body("03_pipelines.ipynb", "v_ws"), ch05_pipelines.PIPELINE_MISTAKES[mistake])
+    rep = W.gemm(_build(body, "ws_gemm<Ws<128, 256, 4, 1, 8>>"), lambda kern: hopper.ws_gemm_launch(kern, ctas=1))
+    assert not rep.ok and D.PHRASE[mistake] in str(rep), str(rep)
 
 
 FP8 = "fp8_gemm<Fp8<128, 192, 4, 1, 8>>"

@@ -490,6 +490,9 @@ def check_wgmmas(block, kernel: str, operands, extents: dict) -> Report:
                     + (f"; k {_span(extra)} past the end ({ext})" if extra else "")
                     + f": every k of 0–{ext - 1} exactly once (" + _step_hint(items[0][0], "A" if a_ks else "B") + ")")
                 return rep
+    if block.proxy_problems:
+        rep.problems.append(block.proxy_problems[0])
+        return rep
     rows = {}
     for (wg, kind, a_mn, b_mn) in groups:
         if a_mn is not None:
@@ -550,9 +553,15 @@ def _operand_problem(block, rep, rec, which, want, fitted) -> str:
             if any("start address" in w for w in why) and _nth(block, rec) > 1:
                 lines.append("a start address right for the first wgmma and wrong for a later one is a k step: " +
                              _step_hint(rec, name))
+        elif right.ok and got is None and decode(desc) == right.desc:
+            lines.append("your descriptor is the one this tile needs, but the bytes were not there when the wgmma "
+                         "read them: the wait before it let it through before TMA's load landed — check the parity "
+                         "it names ((it / S) & 1 for the slot's own use) and that it waits on the slot's own barrier")
+            pics = None
         elif right.ok:
             lines.append(f"the descriptor this tile needs: {right.desc}")
-        rep.picture = pics
+        if pics is not None:
+            rep.picture = pics
     alt = _other_major(block, rec, which, want)
     if alt:
         lines.append(alt)

@@ -8,6 +8,8 @@ catch, lesson by lesson (each a text edit of the solution's %%cuda cell, as test
   waits that can never complete);
 * 05.02: the descriptor mistakes of ``ch05_wgmma.WGMMA_MISTAKES`` (``ch05_wgmma.VALUES`` but the
   epilogue's, which no descriptor shows);
+* 05.03 (its cluster-of-1 configuration): ``ch05_pipelines``'s consumer parity, producer overrun and
+  missing epilogue fence (the cluster mistakes need two CTAs: a GPU's);
 * 05.06 and 05.07: the ones below (their own wrong lists hold value and rubric mistakes only), plus
   05.06's ``promotion_skipped`` (scale-d of each k block's first wgmma) and 05.07's
   ``pingpong_turn_to_self`` (a hang).
@@ -68,6 +70,10 @@ PHRASE = {
     "b_step_like_a": "one k16 step is 16 rows",
     "a_step_in_elements": "A's start moves",
     "b_not_transposed": "with imm-trans-b = 1",
+    # 05.03 (ch05_pipelines.PIPELINE_MISTAKES)
+    "consumer_wrong_parity": "the bytes were not there when the wgmma read them",
+    "producer_overruns_ring": "the block hangs",
+    "epilogue_no_proxy_fence": "fence.proxy.async",
     # 05.06
     "b_swizzle_64b": "swizzle code 2 means 64B",
     "a_sbo_half": "stride byte offset (SBO) is 512 B",
