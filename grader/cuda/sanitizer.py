@@ -168,13 +168,13 @@ def sanitize(launch, problem, size=None, tool: str | None = "racecheck", *, time
     """Run one launch of ``launch`` on ``problem``'s inputs at ``size`` (default: its first visible
     size — sanitizers slow kernels down 10–100×) under ``compute-sanitizer --tool tool`` in its own
     process; ``tool=None``: no tool, just the launch in its own process. Prints the report when ``show``."""
-    from .. import backend
-    from ..profiling import dumps
+    from .pickling import dumps
+    from .toolchain import gpu_available
 
     if tool is not None and tool not in TOOLS:
         raise ValueError(f"tool must be one of {TOOLS} or None, not {tool!r}")
     size = problem.sizes[0] if size is None else size
-    rep = _run(launch, problem, size, tool, timeout, backend.SIMULATOR, dumps, extra)
+    rep = _run(launch, problem, size, tool, timeout, not gpu_available(), dumps, extra)
     if show:
         print(rep)
     return rep

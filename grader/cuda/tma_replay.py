@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from .ptx import Deadlock, Elem
+from .ptx_values import Deadlock, Elem
 
 
 @dataclass
