@@ -44,17 +44,9 @@ ROOT = Path(__file__).resolve().parent.parent
 def find_ncu() -> str | None:
     """$NCU, ncu on PATH, the CUDA toolkit's (/usr/local/cuda*/bin), or Nsight Compute's own install
     (/opt/nvidia/nsight-compute/*/ncu), newest first; None when there is none."""
-    env = os.environ.get("NCU")
-    if env and os.access(env, os.X_OK):
-        return env
-    on_path = shutil.which("ncu")
-    if on_path:
-        return on_path
-    home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
-    cands = ([os.path.join(home, "bin", "ncu")] if home else []) + ["/usr/local/cuda/bin/ncu"]
-    cands += sorted(glob.glob("/usr/local/cuda-*/bin/ncu"), reverse=True)
-    cands += sorted(glob.glob("/opt/nvidia/nsight-compute/*/ncu"), reverse=True)
-    return next((c for c in cands if os.access(c, os.X_OK)), None)
+    from .cuda.sanitizer import find_executable
+
+    return find_executable("ncu", "NCU", ("/opt/nvidia/nsight-compute/*/ncu",))
 
 
 # ---------------------------------------------------------------- profiling

@@ -74,6 +74,18 @@ def test_the_swizzle_is_05_01s_pattern():
     assert swizzle_addr(128 + 16, "32B") == 128 and swizzle_addr(0x1230, "none") == 0x1230
 
 
+def test_the_vectorised_addresses_are_ummas_canonical_layouts():
+    from grader.cuda.wgmma_desc import operand_addresses
+
+    for major in ("K", "MN"):
+        for swz in ("none", "32B", "64B", "128B"):
+            for bits in (16, 8):
+                d = W.Desc(0x1400, 8192 if major == "MN" else 256, 1024, swz)
+                want = [umma.descriptor_address(d.as_umma(), major, bits, i, kk) for i in range(64)
+                        for kk in range(256 // bits)]
+                assert operand_addresses(d, major, bits, 64, 256 // bits) == want, (major, swz, bits)
+
+
 # ---------------------------------------------------------------- one descriptor against a tile
 TILES = [umma.Tile(128, 64, "bf16", "K", "128B", 0x400), umma.Tile(64, 32, "bf16", "K", "64B", 0x800),
          umma.Tile(64, 16, "bf16", "K", "32B", 0x400), umma.Tile(64, 64, "bf16", "K", "none", 0x400),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from .ptx_values import SWIZZLE_BITS, Elem, MapSpec, ReplayError, TmaOp, WgmmaRead, swizzle_addr
+from .ptx_values import SWIZZLE_BITS, Elem, ReplayError, TmaOp, WgmmaRead, swizzle_addr
 
 
 class Events:
@@ -63,28 +63,20 @@ class Events:
                 self._do_tma_store(op)
         return True
 
-    def box_offsets(self, spec: MapSpec):
-        """(shared byte offset before swizzle, box row, box col) of every element of a box, in the
-        order TMA lays them: rows of box[-1] elements, row-major."""
-        rows = 1
-        for b in spec.box[:-1]:
-            rows *= b
-        cols = spec.box[-1]
-        return rows, cols
-
-    def _do_tma_load(self, op: TmaOp):
+    @staticmethod
+    def _box(op: TmaOp):
+        """(item size, box rows, box columns, first row, first column, head) of a TMA copy: coordinates
+        innermost first ({column, row[, head]}), boxes of box[-2] rows × box[-1] columns."""
         spec = op.spec
-        it = spec.itemsize
-        box_cols = spec.box[-1]
         box_rows = spec.box[-2] if len(spec.box) > 1 else 1
-        c0 = op.coords[0]
         r0 = op.coords[1] if len(op.coords) > 1 else 0
         h0 = op.coords[2] if len(op.coords) > 2 else 0
-        rows, cols = spec.shape[-2], spec.shape[-1]
-        heads = spec.shape[0] if len(spec.shape) == 3 else 1
-        nbytes = box_rows * box_cols * it
-        mem, dst, name = self.mem, op.smem, spec.tensor
-        bmask = (1 << SWIZZLE_BITS[spec.swizzle]) - 1
+        return spec.itemsize, box_rows, spec.box[-1], r0, op.coords[0], h0
+
+    def _do_tma_load(self, op: TmaOp):
+        it, box_rows, box_cols, r0, c0, h0 = self._box(op)
+        mem, dst, name = self.mem, op.smem, op.spec.tensor
+        bmask = (1 << SWIZZLE_BITS[op.spec.swizzle]) - 1
         for r in range(box_rows):
             gr = r0 + r
             for c in range(box_cols):
@@ -95,27 +87,18 @@ class Events:
                 for k in range(it):
                     mem[a + k] = (cell, it, k)
         if op.barrier is not None:
-            self._complete_tx(op.barrier, nbytes)
+            self._complete_tx(op.barrier, box_rows * box_cols * it)
 
     def _do_tma_store(self, op: TmaOp):
-        spec = op.spec
-        it = spec.itemsize
-        box_cols = spec.box[-1]
-        box_rows = spec.box[-2] if len(spec.box) > 1 else 1
-        c0 = op.coords[0]
-        r0 = op.coords[1] if len(op.coords) > 1 else 0
-        h0 = op.coords[2] if len(op.coords) > 2 else 0
-        rows, cols = spec.shape[-2], spec.shape[-1]
-        out = self.outputs.setdefault(spec.tensor, {}) if hasattr(self, "outputs") else None
-        if out is None:
-            self.outputs = {}
-            out = self.outputs.setdefault(spec.tensor, {})
+        """Writes past the tensor's edge are dropped."""
+        it, box_rows, box_cols, r0, c0, h0 = self._box(op)
+        rows, cols = op.spec.shape[-2], op.spec.shape[-1]
+        out = self.outputs.setdefault(op.spec.tensor, {})
         for r in range(box_rows):
             for c in range(box_cols):
                 gr, gc = r0 + r, c0 + c
                 if 0 <= gr < rows and 0 <= gc < cols:
-                    a = swizzle_addr(op.smem + (r * box_cols + c) * it, spec.swizzle)
-                    out[(h0, gr, gc)] = self.load(a, it)
+                    out[(h0, gr, gc)] = self.load(swizzle_addr(op.smem + (r * box_cols + c) * it, op.spec.swizzle), it)
 
     def next_seq(self) -> int:
         self.seq += 1

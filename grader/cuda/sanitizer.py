@@ -70,19 +70,27 @@ MEANING = [
 ]
 
 
-def find_sanitizer() -> str | None:
-    """$COMPUTE_SANITIZER, compute-sanitizer on PATH, or the CUDA toolkit's."""
-    env = os.environ.get("COMPUTE_SANITIZER")
+def find_executable(name: str, env_var: str, extra_globs: tuple = ()) -> str | None:
+    """A CUDA tool: ``$env_var``, ``name`` on PATH, the CUDA toolkit's (``bin/``, newest
+    /usr/local/cuda-*), then ``extra_globs`` (newest first); None when there is none."""
+    env = os.environ.get(env_var)
     if env and os.access(env, os.X_OK):
         return env
-    on_path = shutil.which("compute-sanitizer")
-    if on_path:
-        return on_path
-    home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
-    cands = ([os.path.join(home, "bin", "compute-sanitizer")] if home else []) + [
-        "/usr/local/cuda/bin/compute-sanitizer", "/usr/local/cuda/compute-sanitizer/compute-sanitizer"]
-    cands += sorted(glob.glob("/usr/local/cuda-*/bin/compute-sanitizer"), reverse=True)
+    found = shutil.which(name)
+    if found:
+        return found
+    from .toolchain import cuda_home
+
+    home = cuda_home()
+    cands = ([str(home / "bin" / name)] if home else []) + [f"/usr/local/cuda/bin/{name}"]
+    for pattern in (f"/usr/local/cuda-*/bin/{name}", *extra_globs):
+        cands += sorted(glob.glob(pattern), reverse=True)
     return next((c for c in cands if os.access(c, os.X_OK)), None)
+
+
+def find_sanitizer() -> str | None:
+    """$COMPUTE_SANITIZER, compute-sanitizer on PATH, or the CUDA toolkit's."""
+    return find_executable("compute-sanitizer", "COMPUTE_SANITIZER", ("/usr/local/cuda*/compute-sanitizer/compute-sanitizer",))
 
 
 @dataclass
@@ -211,4 +219,4 @@ def _run(launch, problem, size, tool, timeout, simulator, dumps, extra=()) -> Sa
     return SanitizerReport(tool, findings=findings, summary=summary, outcome=outcome, text=text, returncode=p.returncode)
 
 
-__all__ = ["sanitize", "SanitizerReport", "Finding", "parse", "find_sanitizer", "TOOLS", "MEANING"]
+__all__ = ["sanitize", "SanitizerReport", "Finding", "parse", "find_sanitizer", "find_executable", "TOOLS", "MEANING"]
