@@ -255,3 +255,15 @@ def test_the_released_stub_is_not_implemented_yet():
 
 def test_elements_are_named_by_their_tensor():
     assert str(Elem("A", 3, 4)) == "A[3, 4]" and str(Elem("Q", 1, 2, 5)) == "Q[5, 1, 2]"
+
+
+def test_an_instruction_the_replay_does_not_model_is_one_line():
+    from grader.errors import CheckFailed
+
+    body = _body("02_wgmma.ipynb", "v_wgmma").replace(   # a PTX instruction the replay has no model of
+        "  const bool leader = threadIdx.x == 0;",
+        '  const bool leader = threadIdx.x == 0;\n  asm volatile("{ .reg .b32 r; getctarank.shared::cluster.u32 r, 0; }");')
+    rep = W.gemm(_build(body, WG))
+    assert not rep.ok and "could not follow the kernel" in str(rep) and "getctarank" in str(rep), str(rep)
+    with pytest.raises(CheckFailed, match="could not follow"):
+        W.require(rep)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from .ptx_values import Deadlock, Elem
+from .ptx_values import Deadlock, Elem, ReplayError
 
 
 @dataclass
@@ -75,6 +75,9 @@ def transpose(kernel, make_launch=None, shape: tuple = (100, 68)) -> BoxReport:
             for bx in range(L.grid[0]):
                 try:
                     blk = replay.run(L, (bx, by, bz))
+                except ReplayError as e:
+                    rep.problems.append(f"the CPU replay could not follow the kernel: {e}")
+                    return rep
                 except Deadlock as e:
                     rep.problems.append(f"block ({bx}, {by}): {e} — on a GPU the launch never ends (the grader's "
                                         "timeout stops it)")

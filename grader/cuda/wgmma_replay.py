@@ -32,7 +32,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from . import umma
-from .ptx_values import Elem
+from .ptx_values import Elem, ReplayError
 from .wgmma_desc import (BITS, MAP_ENUM, SWIZZLE_CODE, Desc, DescCheck, Fit, Operand, _explain,  # noqa: F401
                          check_desc, decode, draw, encode, expected_desc, fit, k_elems, operand_address,
                          operand_addresses, operand_reads, refit)
@@ -377,6 +377,8 @@ def _guarded(check):
             return check(kernel, *a, **kw)
         except NotImplementedError as e:            # the cell still holds the exercise's stub
             return Report(kernel=kernel.name, problems=[f"not implemented yet: {e}"])
+        except ReplayError as e:
+            return Report(kernel=kernel.name, problems=[f"the CPU replay could not follow the kernel: {e}"])
         except _Hang as e:
             return Report(kernel=kernel.name, problems=[str(e) + " (on a GPU: a launch that never ends, or the "
                                                         "bounded wait's trap)"])

@@ -120,6 +120,9 @@ def _replay_copy(kernel, make_launch, shape, out_shape, expect, fill: bool, laun
         for bx in range(L.grid[0]):
             try:
                 blk = replay.run(L, (bx, by, 0), fill={x.name: x} if fill else None)
+            except replay.ReplayError as e:
+                problems.append(f"the CPU replay could not follow the kernel: {e}")
+                return problems, notes, out, printed
             except Deadlock as e:
                 problems.append(f"block ({bx}, {by}): {e} — on a GPU the bounded wait (course::mbar_wait_or_trap) "
                                 "traps after about two seconds and the launch fails")
