@@ -11,6 +11,7 @@ peers    what a speed is a fraction of, measured in the same run               (
 problem  a graded computation: inputs, reference, sizes, peer, targets         (problem.py)
 device   the GPU's name and published peaks                                    (device.py)
 plot     rooflines, ladders, perf-vs-size pictures                             (plot.py)
+profile  Nsight Compute's figures that explain a kernel's speed, from a notebook (profiling.py)
 cuda     compiled CUDA C++ / CuTe cells: toolchain, %%cuda, launch, SASS       (cuda/)
 sim      Numba's CUDA simulator made safe to grade with                        (sim/)
 judge    grading a submission from outside the learner's process               (judge/)
@@ -32,6 +33,7 @@ from .errors import CheckFailed  # noqa: E402
 from .problem import Problem  # noqa: E402
 from .score import points_for, speed_points  # noqa: E402
 from .speed import bench, ladder_plot, measure, speed, sweep, sweep_plot  # noqa: E402
+from .profiling import profile  # noqa: E402
 
 from . import integrity as _integrity  # noqa: E402
 
@@ -55,4 +57,4 @@ def mode(compiled: bool = False) -> str:
 
 __all__ = ["SIMULATOR", "gpu_count", "check", "Problem", "CheckFailed", "bench", "Measurement", "speed",
            "measure", "sweep", "sweep_plot", "ladder_plot", "speed_points", "points_for", "device", "plot",
-           "peers", "mode", "cuda"]
+           "peers", "mode", "cuda", "profile"]

@@ -13,6 +13,9 @@
     magic        %%cuda NAME cells (and %%nvcc NAME)
     host         host libraries: host + device code built by nvcc into a .so (CUTLASS's device layer)
     driver_launch  launches through the driver: tensor maps by value, clusters, cluster occupancy
+    sanitizer    sanitize(): one launch under compute-sanitizer (racecheck, synccheck, memcheck), its findings
+    ptx, replay  one block of a compiled cell replayed on the CPU from its PTX (TMA, mbarriers, wgmma)
+    wgmma_replay, tma_replay   the replay's checks of wgmma descriptors and TMA boxes (chapter 05)
 
 Learners write a cell::
 
@@ -27,8 +30,9 @@ from .launch import LaunchShape
 from .magic import load_ipython_extension, register_magic
 from .module import CudaKernel, CudaModule, LaunchError
 from .numba_sass import numba_sass
+from .sanitizer import sanitize
 from .toolchain import DEFAULT_ARCH, default_arch, gpu_available, include_dirs
 
 __all__ = ["STATS", "CompileError", "LaunchError", "CudaModule", "CudaKernel", "LaunchShape", "compile_cuda",
            "cache_dir", "default_arch", "gpu_available", "include_dirs", "register_magic",
-           "load_ipython_extension", "numba_sass", "DEFAULT_ARCH"]
+           "load_ipython_extension", "numba_sass", "DEFAULT_ARCH", "sanitize"]
