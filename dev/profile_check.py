@@ -54,35 +54,35 @@ def _compiled(chapter, notebook, cell, kernel):
 
 def _transpose():
     from grader.notebooks import run_cells
-    from grader.problems import elementwise as P
+    from grader.problems import elementwise as PE
 
     ns = run_cells(ROOT / "solutions/01_elementwise/03_coalescing_and_transpose.ipynb",
                    ["l03_setup", "l03_make_transpose", "l03_choose"])
-    return ns["launch_transpose"], P.transpose
+    return ns["launch_transpose"], PE.transpose
 
 
 def _hgemm():
-    from grader.problems import gemm as P
+    from grader.problems import gemm as PG
 
-    return P.tiled_launch(_compiled("03_gemm", "04_mma_sync_pipeline.ipynb", "v_hgemm", "hgemm<V3>")), P.hgemm_bf16
+    return PG.tiled_launch(_compiled("03_gemm", "04_mma_sync_pipeline.ipynb", "v_hgemm", "hgemm<V3>")), PG.hgemm_bf16
 
 
 def _fa2():
-    from grader.problems import attention as P
+    from grader.problems import attention as PA
 
-    return P.fa2_launch(_compiled("04_attention", "03_fa2_tensor_cores.ipynb", "v_fa2", "fa2<V3<128>>")), P.fa2
+    return PA.fa2_launch(_compiled("04_attention", "03_fa2_tensor_cores.ipynb", "v_fa2", "fa2<V3<128>>")), PA.fa2
 
 
 def _ws():
-    from grader.problems import hopper as P
+    from grader.problems import hopper as PH
 
-    return P.ws_gemm_launch(_compiled(CH5, "03_pipelines.ipynb", "v_ws", "ws_gemm<Ws<128, 256, 4, 2, 8>>")), P.ws_gemm
+    return PH.ws_gemm_launch(_compiled(CH5, "03_pipelines.ipynb", "v_ws", "ws_gemm<Ws<128, 256, 4, 2, 8>>")), PH.ws_gemm
 
 
 def _fa3():
-    from grader.problems import flash3 as P
+    from grader.problems import flash3 as PF
 
-    return P.flash3_launch(_compiled(CH5, "07_flash3.ipynb", "v_flash3", "flash3<F3<128, 1, 1, 1>>")), P.flash3
+    return PF.flash3_launch(_compiled(CH5, "07_flash3.ipynb", "v_flash3", "flash3<F3<128, 1, 1, 1>>")), PF.flash3
 
 
 CH5 = "05_hopper_blackwell"
