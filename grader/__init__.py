@@ -37,6 +37,7 @@ from .profiling import profile  # noqa: E402
 
 from . import integrity as _integrity  # noqa: E402
 
+_integrity.refuse_numba_stubs()   # on a GPU: a kernel that still raises NotImplementedError is never launched
 _integrity.snapshot()        # before any learner code: what checking and timing rely on
 cuda.register_magic()        # %%cuda NAME cells; does nothing outside IPython
 

@@ -31,6 +31,50 @@ _problems: dict = {}          # id(problem) -> (problem, fingerprint)
 
 
 # ---------------------------------------------------------------- launch counting
+def _is_stub(dispatcher, depth: int = 0, seen=None) -> bool:
+    """Whether a Numba kernel (or a device function it calls) still holds the exercise's
+    ``raise NotImplementedError()``: on a GPU a non-debug kernel ignores ``raise``, so the stub would run."""
+    seen = set() if seen is None else seen
+    fn = getattr(dispatcher, "py_func", None)
+    code = getattr(fn, "__code__", None)
+    if code is None or id(dispatcher) in seen or depth > 4:
+        return False
+    seen.add(id(dispatcher))
+    if "NotImplementedError" in code.co_names:
+        return True
+    scope = getattr(fn, "__globals__", {})
+    return any(_is_stub(scope[name], depth + 1, seen) for name in code.co_names
+               if hasattr(scope.get(name), "py_func"))
+
+
+def refuse_numba_stubs() -> None:
+    """On a GPU, a Numba kernel whose code still raises NotImplementedError is refused at launch with
+    the one-line "not implemented yet" (grader.check.explain), never launched. Installed at import."""
+    from .backend import SIMULATOR
+
+    if SIMULATOR:
+        return                          # the simulator raises the kernel's own NotImplementedError
+    from numba.cuda.dispatcher import _LaunchConfiguration
+
+    original = _LaunchConfiguration.__call__
+    if getattr(original, "_refuses_stubs", False):
+        return
+    verdicts: dict = {}
+
+    def launch(self, *args):
+        key = id(self.dispatcher)
+        if key not in verdicts:
+            verdicts[key] = _is_stub(self.dispatcher)
+        if verdicts[key]:
+            name = getattr(self.dispatcher, "__name__", None) or getattr(self.dispatcher.py_func, "__name__", "kernel")
+            raise NotImplementedError(f"the kernel `{name}` still raises NotImplementedError (the exercise's stub): "
+                                      "write it and run its cell again; it is not launched until then.")
+        return original(self, *args)
+
+    launch._refuses_stubs = True
+    _LaunchConfiguration.__call__ = launch
+
+
 def count_launches() -> None:
     """Count Numba launches on a real GPU (the simulator and %%cuda kernels count themselves)."""
     global _counting

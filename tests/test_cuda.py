@@ -607,3 +607,32 @@ def test_a_kernel_of_a_cell_that_holds_the_stub_is_never_launched():
     with pytest.raises(StubLaunch) as caught:
         kernel(grid=1, block=32)
     assert explain(caught.value).startswith("not implemented yet: the cell `%%cuda stubbed` still holds")
+
+
+def test_a_numba_kernel_that_still_raises_not_implemented_is_recognised_with_its_device_functions():
+    """On a GPU a non-debug Numba kernel ignores ``raise``: grader.integrity refuses to launch a kernel
+    whose code (or a device function it calls) still raises NotImplementedError."""
+    import types
+
+    from grader.integrity import _is_stub
+
+    def stub_device(x):
+        raise NotImplementedError()
+
+    def done_device(x):
+        return x
+
+    def kernel_calling(x):
+        return helper(x)
+
+    def kernel_plain(x):
+        return x + 1
+
+    def wrap(fn, **scope):
+        fn = types.FunctionType(fn.__code__, {**fn.__globals__, **scope}, fn.__name__)
+        return types.SimpleNamespace(py_func=fn)
+
+    assert _is_stub(wrap(stub_device))
+    assert _is_stub(wrap(kernel_calling, helper=wrap(stub_device)))
+    assert not _is_stub(wrap(kernel_calling, helper=wrap(done_device)))
+    assert not _is_stub(wrap(kernel_plain))

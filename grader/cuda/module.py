@@ -56,6 +56,7 @@ class CudaModule:
         self.symbol_mapping = dict(symbol_mapping)
         self.from_cache, self.compile_seconds, self.cache_key = from_cache, compile_seconds, cache_key
         self.signatures = kernel_signatures(source)
+        self.is_stub = _holds_stub(source)                     # decided once: launches ask it (refuse_stub)
         self.elf = Cubin(cubin)
         self.functions = self.elf.kernels()                  # symbols as in the cubin
         self._objcode = None
@@ -336,10 +337,17 @@ class StubLaunch(NotImplementedError):
     (a half-written kernel can hang or take the GPU's context down for every later cell)."""
 
 
+def _holds_stub(source: str | None) -> bool:
+    from .sass import STUB
+
+    return STUB in (source or "")
+
+
 def refuse_stub(module) -> None:
     from .sass import STUB
 
-    if STUB in (getattr(module, "source", "") or ""):
+    stub = module.is_stub if hasattr(module, "is_stub") else _holds_stub(getattr(module, "source", ""))
+    if stub:
         raise StubLaunch(f"the cell `%%cuda {module.name}` still holds `{STUB}`: write the kernel's missing part "
                          "there and run the cell again (its kernels are not launched until then).")
 

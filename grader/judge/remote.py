@@ -10,7 +10,6 @@ graded — as 0 with that reason, never as an exception that escapes.
 """
 from __future__ import annotations
 
-import json
 import threading
 import time
 from pathlib import Path
@@ -220,5 +219,6 @@ class FailedModule:
 
 
 def _short(args: tuple) -> str:
-    text = json.dumps(encode_value(list(args)))
-    return "(" + (text[1:-1] if len(text) < 120 else text[1:117] + "…") + ")"
+    """The call's arguments as Python prints them (tuples as tuples), cut to a line."""
+    text = ", ".join(repr(a) for a in args)
+    return "(" + (text if len(text) < 120 else text[:116] + "…") + ")"

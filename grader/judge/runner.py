@@ -299,6 +299,10 @@ class Runner:
         try:
             value = self.ns[name](*decode_value(args))
             return {"value": encode_value(value)}
+        except NotImplementedError as exc:       # an exercise not written yet: the one-line verdict
+            from grader.check import explain
+
+            return {"error": explain(exc)[:2000]}
         except Exception as exc:
             return {"error": f"{type(exc).__name__}: {exc}"[:2000]}
 
