@@ -92,9 +92,11 @@ def _counters(n: int, device: int):
     return torch.zeros(n, dtype=torch.int32, device=f"cuda:{device}")
 
 
-def _decode(kernels, combine, merge: str):
+def _decode(kernels, combine, merge: str, per_sm: int = 2):
     if merge not in ("none", "kernel", "fused"):
         raise ValueError("merge is 'none', 'kernel' or 'fused'")
+    if int(per_sm) != per_sm or per_sm < 1:
+        raise ValueError(f"per_sm is a whole number of blocks per SM, at least 1 (got {per_sm!r})")
     by_d = _by_width(kernels, "the head dimension")
     comb = _by_width(combine, "the merged width") if combine else {}
     if merge == "kernel" and not comb:
@@ -110,7 +112,7 @@ def _decode(kernels, combine, merge: str):
             raise ValueError(f"{Hq} query heads over {Hkv} KV heads: a block packs at most {shape.tile_m} per KV head")
         if B == 0:
             return
-        chunk = cap if merge == "none" else split_chunk(B * Hkv, cap, shape.tile_n)
+        chunk = cap if merge == "none" else split_chunk(B * Hkv, cap, shape.tile_n, per_sm=per_sm)
         n_splits = max(1, cdiv(cap, chunk))
         if n_splits == 1:
             chunk = max(cap, 1)
@@ -129,10 +131,11 @@ def _decode(kernels, combine, merge: str):
     return run
 
 
-def decode_launch(*kernels, combine=(), merge: str = "fused"):
+def decode_launch(*kernels, combine=(), merge: str = "fused", per_sm: int = 2):
     """``launch(q, k_cache, v_cache, seq_lens, o)`` of ``decode<Cfg>`` kernels over a contiguous cache
-    (B, Hkv, CAP, d); ``combine``: the ``combine<Cfg>`` kernels (merge="kernel")."""
-    run = _decode(kernels, combine, merge)
+    (B, Hkv, CAP, d); ``combine``: the ``combine<Cfg>`` kernels (merge="kernel"); ``per_sm``: the
+    blocks per SM the split aims at (:func:`split_chunk`)."""
+    run = _decode(kernels, combine, merge, per_sm)
 
     def launch(q, k_cache, v_cache, seq_lens, o):
         run(q, k_cache, v_cache, None, seq_lens, o, k_cache.shape[2], k_cache.shape[1], 0)
@@ -140,10 +143,11 @@ def decode_launch(*kernels, combine=(), merge: str = "fused"):
     return launch
 
 
-def paged_decode_launch(*kernels, combine=(), merge: str = "fused"):
+def paged_decode_launch(*kernels, combine=(), merge: str = "fused", per_sm: int = 2):
     """``launch(q, k_pages, v_pages, block_table, seq_lens, o)`` of paged ``decode<Cfg>`` kernels:
-    pages (num_pages, P, Hkv, d), P a power of two; block_table (B, max_pages) int32."""
-    run = _decode(kernels, combine, merge)
+    pages (num_pages, P, Hkv, d), P a power of two; block_table (B, max_pages) int32; ``per_sm``
+    as for :func:`decode_launch`."""
+    run = _decode(kernels, combine, merge, per_sm)
 
     def launch(q, k_pages, v_pages, block_table, seq_lens, o):
         P = k_pages.shape[1]
