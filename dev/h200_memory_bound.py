@@ -21,9 +21,11 @@ What each part asks (results/*/NOTES.md, "Why it lost on the H200", has the napk
 * **decode** (04.04 paged, pages of 16, B 8 × L 8192, 32/8 heads): is it the page-table lookups
   (``table ignored`` on an in-order table), the random order of the pages (the lesson's kernel on an
   in-order table), the 256-byte rows 2 KiB apart that one (sequence, KV head) reads from a page (the
-  same bytes with Hkv = 1: each page one head's 4 KiB), the page size (64), or the blocks and
-  stages (``DecConfig`` instantiations; blocks per SM of the split, ``per_sm``)? The contiguous
-  cache (93% of copy on the H200) and the read ceiling of as many bytes are the yardsticks.
+  same bytes with Hkv = 1: each page one head's 4 KiB; and ``KVB`` = 2, 4, 8 adjacent KV heads per
+  block: 512 B, 1 KiB, 4 KiB runs), the page size (64), or the blocks and stages (``DecConfig``
+  instantiations; blocks per SM of the split, ``per_sm``)? The contiguous cache (93% of copy on the
+  H200) and the read ceiling of as many bytes are the yardsticks. The lesson's launch cell picks
+  ``PagedKV4`` on an H200 (``grader.device.bandwidth_per_sm``), ``Paged`` on an H100.
 * **tma** (05.01, 8192² fp32): strips and ring depth (``Tp<TILES, STAGES>``), blocks per SM (a
   ``__launch_bounds__`` minimum: the kernel is register-limited to 10), and the order in which the
   blocks walk the matrix (``strips per group``: 1 is the lesson's row-major grid, 32 walks each box
@@ -99,11 +101,14 @@ def resources(module, kernel: str) -> str:
 
 # ---------------------------------------------------------------- decode (04.04)
 DECODE_CELL = "v_decode"
-# (alias, BN, warps, stages, blocks per SM): paged DecConfig instantiations beside the lesson's
-# Paged (64, 4, 3, 2). Each keeps 4 or more warps (the swizzled loads need 8 rows per pass at d 128).
-DECODE_CONFIGS = [("PagedS4B1", 64, 4, 4, 1),     # 3 tiles (96 KiB) ahead, 1 block per SM
-                  ("PagedS2B3", 64, 4, 2, 3),     # 1 tile ahead, 3 blocks per SM: 96 KiB per SM
-                  ("PagedW8S2", 128, 8, 2, 1)]    # 8 warps, 64 KiB tiles, 1 block per SM
+# (alias, BN, warps, stages, blocks per SM, KV heads per block): paged DecConfig instantiations beside
+# the cell's Paged (64, 4, 3, 2, KVB 1) and PagedKV4 (16, 4, 3, 2, KVB 4). Each keeps 4 or more warps
+# (the swizzled loads need 8 rows per pass at d 128).
+DECODE_CONFIGS = [("PagedS4B1", 64, 4, 4, 1, 1),   # 3 tiles (96 KiB) ahead, 1 block per SM
+                  ("PagedS2B3", 64, 4, 2, 3, 1),   # 1 tile ahead, 3 blocks per SM: 96 KiB per SM
+                  ("PagedW8S2", 128, 8, 2, 1, 1),  # 8 warps, 64 KiB tiles, 1 block per SM
+                  ("PagedKV2", 32, 4, 3, 2, 2),    # 2 KV heads per block: 512-byte runs of a page
+                  ("PagedKV8", 16, 8, 3, 1, 8)]    # all 8: a page of 16 tokens is one 32 KiB run
 DECODE_PER_SM = (1, 3, 4)                         # blocks per SM the split aims at (the lesson: 2)
 PAGE_IGNORED = CPP_MISTAKES["decode"][2]["page_ignored"]   # the table not read: page b·max_pages + i
 
@@ -111,10 +116,11 @@ PAGE_IGNORED = CPP_MISTAKES["decode"][2]["page_ignored"]   # the table not read:
 def decode_source(*, ignore_table: bool = False) -> str:
     where = f"{NB_DECODE.name}:{DECODE_CELL}"
     src = cell_source(NB_DECODE, "v_decode")
-    kernels = ["decode<Dec<128>>", "decode<Paged<128>>"] + [f"decode<{a}<128>>" for a, *_ in DECODE_CONFIGS]
+    kernels = ["decode<Dec<128>>", "decode<Paged<128>>", "decode<PagedKV4<128>>"]
+    kernels += [f"decode<{a}<128>>" for a, *_ in DECODE_CONFIGS]
     src = kernel_line(src, "dec_h200" + ("_notable" if ignore_table else ""), kernels, where)
-    aliases = "".join(f"\ntemplate <int D> using {a} = DecConfig<D, {bn}, {w}, {s}, true, {b}>;  // issue 35 sweep"
-                      for a, bn, w, s, b in DECODE_CONFIGS)
+    aliases = "".join(f"\ntemplate <int D> using {a} = DecConfig<D, {bn}, {w}, {s}, true, {b}, {kvb}>;  // issue 35"
+                      for a, bn, w, s, b, kvb in DECODE_CONFIGS)
     src = swap_re(src, r"^(template <int D> using Paged = DecConfig<D, [^>]*>;)", r"\1" + aliases, where)
     for old, new in PAGE_IGNORED if ignore_table else ():
         src = swap(src, old, new, where)
@@ -154,14 +160,17 @@ def part_decode(run: "Run") -> None:
     case = run.case(PA.decode_paged, bench)
     in_order = list(case.args)
     in_order[3] = in_order_table(case.args[3])
-    rows = [("lesson launch_paged (as committed)", lesson["launch_paged"], "lesson", None)]
+    rows = [(f"lesson launch_paged (as committed: {lesson['paged']})", lesson["launch_paged"], "lesson", None),
+            ("Paged (KVB 1: the H100's)", paged(mod, "Paged"), "variant", None),
+            ("PagedKV4 (16, 4 warps, 3 stages, 2/SM, KVB 4)", paged(mod, "PagedKV4"), "variant", None)]
     rows += [(f"Paged, {per_sm} blocks/SM of split", paged(mod, "Paged", per_sm=per_sm), "variant", None)
              for per_sm in DECODE_PER_SM]
-    rows += [(f"{a} (BN {bn}, {w} warps, {s} stages, {b}/SM)", paged(mod, a), "variant", None)
-             for a, bn, w, s, b in DECODE_CONFIGS]
-    rows += [("Paged, pages in memory order", paged(mod, "Paged"), "diagnostic", in_order),
+    rows += [(f"{a} ({bn}, {w} warps, {s} stages, {b}/SM, KVB {kvb})", paged(mod, a), "variant", None)
+             for a, bn, w, s, b, kvb in DECODE_CONFIGS]
+    rows += [("PagedKV8, 1 block/SM of split", paged(mod, "PagedKV8", per_sm=1), "variant", None),
+             ("Paged, pages in memory order", paged(mod, "Paged"), "diagnostic", in_order),
              ("Paged, table ignored, pages in memory order", paged(notable, "Paged"), "diagnostic", in_order)]
-    run.timed_rows("decode", PA.decode_paged, bench, rows, check_skip={"diagnostic"})
+    run.timed_rows("decode", PA.decode_paged, bench, rows, check_skip={"diagnostic"}, hidden=True)
     run.release(PA.decode_paged, bench)
     for label, size in list(sizes.items())[1:]:
         run.timed_rows("decode", PA.decode_paged, size, [(f"lesson launch_paged, {label}", lesson["launch_paged"],
@@ -331,7 +340,8 @@ class Run:
                           "kind": "ceiling", "value": value, "unit": "GB/s", "size": size_text(size)})
         self.note(f"{part}: {self.rows[-1]['label']}: {value:,.0f} GB/s")
 
-    def timed_rows(self, part: str, problem, size, rows: list, check_skip=frozenset(), also_copy=False) -> None:
+    def timed_rows(self, part: str, problem, size, rows: list, check_skip=frozenset(), also_copy=False,
+                   hidden=False) -> None:
         case = self.case(problem, size)
         work = problem.work(size)
         copy = None
@@ -344,7 +354,9 @@ class Run:
             else:
                 try:
                     grader.check(launch, problem, quiet=True)
-                    row["correct"] = "yes"
+                    if hidden:
+                        grader.check(launch, problem, hidden=True, quiet=True)
+                    row["correct"] = "yes (visible, hidden)" if hidden else "yes"
                 except Exception as exc:        # noqa: BLE001
                     row["correct"] = "NO: " + str(exc).strip().splitlines()[0][:120]
             try:

@@ -326,7 +326,8 @@ def test_the_h200_script_still_rewrites_the_three_lesson_cells():
     finally:
         sys.path.remove(str(DEV))
     src = h.decode_source(ignore_table=True)
-    assert all(f"using {a} = DecConfig<D, {bn}, {w}, {s}, true, {b}>" in src for a, bn, w, s, b in h.DECODE_CONFIGS)
+    assert all(f"using {a} = DecConfig<D, {bn}, {w}, {s}, true, {b}, {kvb}>" in src
+               for a, bn, w, s, b, kvb in h.DECODE_CONFIGS)
     assert "__ldg(block_table" not in src
     for group in h.TMA_GROUPS:
         src = h.tma_source(h.TMA_SHAPES, group=group, min_blocks=h.TMA_MIN_BLOCKS)

@@ -7,7 +7,8 @@ so a lesson's launch cell is one line: ``launch = P.fa2_launch(fa["fa2<V3<128>>"
 * :func:`fa2_launch` — FlashAttention-2 forward: one block per (TILE_M query rows, head, batch);
   one kernel per head dimension (the type's TILE_K), picked by the inputs' d.
 * :func:`decode_launch`, :func:`paged_decode_launch` — one query token per sequence, split-KV:
-  the cache is cut into chunks so that (sequences × KV heads × chunks) fill the GPU twice over;
+  the cache is cut into chunks so that (sequences × KV-head groups × chunks) fill the GPU twice over
+  (a group: the KV heads one block takes, its type's TILE_M / 16; one in the lesson's ``Paged``);
   the chunks are merged by a combine kernel (``merge="kernel"``), by the last block of each
   (sequence, KV head) inside the split kernel (``merge="fused"``), or not split (``"none"``).
 * :func:`mla_launch` — MLA decode over the latent cache, split-KV and the combine kernel.
@@ -92,6 +93,9 @@ def _counters(n: int, device: int):
     return torch.zeros(n, dtype=torch.int32, device=f"cuda:{device}")
 
 
+DECODE_HEADS = 16     # query heads a decode block packs per KV head (one m16 tile): TILE_M = 16 · KV heads
+
+
 def _decode(kernels, combine, merge: str, per_sm: int = 2):
     if merge not in ("none", "kernel", "fused"):
         raise ValueError("merge is 'none', 'kernel' or 'fused'")
@@ -108,11 +112,13 @@ def _decode(kernels, combine, merge: str, per_sm: int = 2):
         B, Hq, d = q.shape
         kern = _pick(by_d, d, "head dimension")
         shape = kern.launch_shape
-        if Hq % Hkv or Hq // Hkv > shape.tile_m:
-            raise ValueError(f"{Hq} query heads over {Hkv} KV heads: a block packs at most {shape.tile_m} per KV head")
+        if Hq % Hkv or Hq // Hkv > DECODE_HEADS or shape.tile_m % DECODE_HEADS:
+            raise ValueError(f"{Hq} query heads over {Hkv} KV heads: a block packs at most {DECODE_HEADS} per KV head "
+                             f"(its type's TILE_M, {shape.tile_m}, is {DECODE_HEADS} × the KV heads it takes)")
         if B == 0:
             return
-        chunk = cap if merge == "none" else split_chunk(B * Hkv, cap, shape.tile_n, per_sm=per_sm)
+        groups = cdiv(Hkv, shape.tile_m // DECODE_HEADS)      # blocks per sequence and chunk
+        chunk = cap if merge == "none" else split_chunk(B * groups, cap, shape.tile_n, per_sm=per_sm)
         n_splits = max(1, cdiv(cap, chunk))
         if n_splits == 1:
             chunk = max(cap, 1)
@@ -123,7 +129,7 @@ def _decode(kernels, combine, merge: str, per_sm: int = 2):
             if merge == "fused":
                 counters = _counters(B * Hkv, q.device.index or 0)
         shift = int(math.log2(page)) if page else 0
-        kern.launch((n_splits, Hkv, B), q, kc, vc, table, seq_lens, o_part, lse_part, o, counters, Hq, Hkv, cap,
+        kern.launch((n_splits, groups, B), q, kc, vc, table, seq_lens, o_part, lse_part, o, counters, Hq, Hkv, cap,
                     shift, chunk, n_splits, LOG2E / math.sqrt(d))
         if n_splits > 1 and merge == "kernel":
             _pick(comb, d, "head dimension").launch((Hq, B), o_part, lse_part, seq_lens, o, Hq, chunk, n_splits)
