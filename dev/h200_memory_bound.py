@@ -110,14 +110,24 @@ DECODE_CONFIGS = [("PagedS4B1", 64, 4, 4, 1, 1),   # 3 tiles (96 KiB) ahead, 1 b
                   ("PagedKV2", 32, 4, 3, 2, 2),    # 2 KV heads per block: 512-byte runs of a page
                   ("PagedKV8", 16, 8, 3, 1, 8)]    # all 8: a page of 16 tokens is one 32 KiB run
 DECODE_PER_SM = (1, 3, 4)                         # blocks per SM the split aims at (the lesson: 2)
+
+
+def d64_alias(alias: str) -> str:
+    """The configuration a variant uses at d = 64 (the checks' sizes have both head dims): its own,
+    unless a pass of its loads covers more rows than the block's q tile holds there (8 warps at d 64:
+    32 rows against 16 per KV head), then the cell's Paged."""
+    warps, kvb = next((w, k) for a, _, w, _, _, k in DECODE_CONFIGS if a == alias) if alias in CONFIG_NAMES else (4, 1)
+    return alias if warps * 32 // 8 <= 16 * kvb else "Paged"
+CONFIG_NAMES = [a for a, *_ in DECODE_CONFIGS]
 PAGE_IGNORED = CPP_MISTAKES["decode"][2]["page_ignored"]   # the table not read: page b·max_pages + i
 
 
 def decode_source(*, ignore_table: bool = False) -> str:
     where = f"{NB_DECODE.name}:{DECODE_CELL}"
     src = cell_source(NB_DECODE, "v_decode")
-    kernels = ["decode<Dec<128>>", "decode<Paged<128>>", "decode<PagedKV4<128>>"]
-    kernels += [f"decode<{a}<128>>" for a, *_ in DECODE_CONFIGS]
+    names = ["Paged", "PagedKV4"] + CONFIG_NAMES
+    kernels = ["decode<Dec<128>>"] + [f"decode<{a}<128>>" for a in names]
+    kernels += sorted({f"decode<{d64_alias(a)}<64>>" for a in names})
     src = kernel_line(src, "dec_h200" + ("_notable" if ignore_table else ""), kernels, where)
     aliases = "".join(f"\ntemplate <int D> using {a} = DecConfig<D, {bn}, {w}, {s}, true, {b}, {kvb}>;  // issue 35"
                       for a, bn, w, s, b, kvb in DECODE_CONFIGS)
@@ -143,23 +153,8 @@ def part_decode(run: "Run") -> None:
             run.note(f"decode module {key!r}: {k}: {resources(mods[key], k)}")
     lesson = run_cells(NB_DECODE, ["setup", "v_decode", "launch"])
     mod, notable = mods["sweep"], mods["table ignored"]
-    paged = lambda m, name, **kw: PA.paged_decode_launch(m[f"decode<{name}<128>>"], merge="fused", **kw)  # noqa: E731
-    if run.dry:
-        for per_sm in DECODE_PER_SM:
-            paged(mod, "Paged", per_sm=per_sm)
-        run.note("decode: every variant compiled (sm_90a, NVRTC); launch functions built; nothing run")
-        return
-
-    bench = PA.decode_paged.bench_size                                  # pages of 16, Hkv 8
-    sizes = {"pages of 16": bench, "pages of 64": bench._replace(page=64),
-             # the same bytes and blocks with Hkv = 1: each page holds one head's 16 rows (4 KiB)
-             "Hkv 1, B 64, pages of 16": PA.Decode((8192,) * 64, 4, 1, page=16)}
-    run.timed_rows("decode", PA.decode, PA.DECODE_BENCH, [
-        ("lesson launch_decode (contiguous cache)", lesson["launch_decode"], "lesson", None)])
-    run.read_ceiling("decode", PA.decode_paged, bench)
-    case = run.case(PA.decode_paged, bench)
-    in_order = list(case.args)
-    in_order[3] = in_order_table(case.args[3])
+    paged = lambda m, name, **kw: PA.paged_decode_launch(m[f"decode<{name}<128>>"],  # noqa: E731
+                                                         m[f"decode<{d64_alias(name)}<64>>"], merge="fused", **kw)
     rows = [(f"lesson launch_paged (as committed: {lesson['paged']})", lesson["launch_paged"], "lesson", None),
             ("Paged (KVB 1: the H100's)", paged(mod, "Paged"), "variant", None),
             ("PagedKV4 (16, 4 warps, 3 stages, 2/SM, KVB 4)", paged(mod, "PagedKV4"), "variant", None)]
@@ -168,13 +163,33 @@ def part_decode(run: "Run") -> None:
     rows += [(f"{a} ({bn}, {w} warps, {s} stages, {b}/SM, KVB {kvb})", paged(mod, a), "variant", None)
              for a, bn, w, s, b, kvb in DECODE_CONFIGS]
     rows += [("PagedKV8, 1 block/SM of split", paged(mod, "PagedKV8", per_sm=1), "variant", None),
-             ("Paged, pages in memory order", paged(mod, "Paged"), "diagnostic", in_order),
-             ("Paged, table ignored, pages in memory order", paged(notable, "Paged"), "diagnostic", in_order)]
+             ("Paged, pages in memory order", paged(mod, "Paged"), "diagnostic", "in order"),
+             ("Paged, table ignored, pages in memory order", paged(notable, "Paged"), "diagnostic", "in order"),
+             ("PagedKV4, pages in memory order", paged(mod, "PagedKV4"), "diagnostic", "in order")]
+    bench = PA.decode_paged.bench_size                                  # pages of 16, Hkv 8
+    # the same bytes in other layouts (timed only; the kernels are checked at the bench's layout)
+    others = [(bench._replace(page=64), "pages of 64", ["Paged", "PagedKV4"]),
+              # Hkv = 1, B = 64: as many blocks and bytes, each page one head's 16 rows (4 KiB, no stride)
+              (PA.Decode((8192,) * 64, 4, 1, page=16), "Hkv 1, B 64 (4 KiB pages of one head)", ["Paged"])]
+    others = [(size, [(f"{c}, {label}", paged(mod, c), "diagnostic", None) for c in configs])
+              for size, label, configs in others]
+    if run.dry:
+        run.note(f"decode: every variant compiled (sm_90a, NVRTC); {len(rows) + 4} launch functions built; "
+                 "nothing run")
+        return
+
+    run.timed_rows("decode", PA.decode, PA.DECODE_BENCH, [
+        ("lesson launch_decode (contiguous cache)", lesson["launch_decode"], "lesson", None)])
+    run.release(PA.decode, PA.DECODE_BENCH)
+    run.read_ceiling("decode", PA.decode_paged, bench)
+    case = run.case(PA.decode_paged, bench)
+    in_order = list(case.args)
+    in_order[3] = in_order_table(case.args[3])
+    rows = [(label, launch, kind, in_order if args == "in order" else args) for label, launch, kind, args in rows]
     run.timed_rows("decode", PA.decode_paged, bench, rows, check_skip={"diagnostic"}, hidden=True)
     run.release(PA.decode_paged, bench)
-    for label, size in list(sizes.items())[1:]:
-        run.timed_rows("decode", PA.decode_paged, size, [(f"lesson launch_paged, {label}", lesson["launch_paged"],
-                                                          "diagnostic", None)], check_skip={"diagnostic"})
+    for size, size_rows in others:
+        run.timed_rows("decode", PA.decode_paged, size, size_rows, check_skip={"diagnostic"})
         run.release(PA.decode_paged, size)
 
 
