@@ -55,6 +55,22 @@ def published_peaks(name: str) -> dict | None:
     return None
 
 
+def bandwidth_per_sm(dev: DeviceInfo | None = None) -> float | None:
+    """The device's published memory bandwidth over its SM count, in GB/s per SM (None where either
+    is unknown: the simulator, a GPU not in :data:`PUBLISHED`). By Little's law the bytes an SM must
+    keep in flight to draw its share of the bandwidth grow with this figure: an H100 SXM has 25 GB/s
+    per SM, an H200 36 (the same 132 SMs with faster memory). Lessons pick a configuration from it
+    where one does not serve both (FAST_MEMORY_PER_SM)."""
+    dev = dev or info()
+    peaks = dev.published
+    if not peaks or not dev.sm_count:
+        return None
+    return peaks["mem_GBps"] / dev.sm_count
+
+
+FAST_MEMORY_PER_SM = 30.0     # GB/s per SM: above it (H200 36, B200 54; H100 SXM 25, A100 19) memory outruns the SMs
+
+
 _info: DeviceInfo | None = None
 
 

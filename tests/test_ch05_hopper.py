@@ -141,7 +141,7 @@ def test_launch_shape_comes_from_the_type_and_agrees_with_the_release():
 @pytest.mark.parametrize("mistake", sorted(W.TMA_MISTAKES))
 def test_mistakes_apply_to_the_cell_and_compile(mistake):
     module = _compile(W.cpp_variant(reference(), W.TMA_MISTAKES[mistake]), name=f"wrong_{mistake}")
-    assert module.kernel_names == [KERNEL]
+    assert module.kernel_names == _compile(reference()).kernel_names and KERNEL in module.kernel_names
 
 
 # ---------------------------------------------------------------- on a GPU

@@ -22,7 +22,6 @@ import grader  # noqa: E402,F401
 from grader import peers, timing  # noqa: E402
 from grader.notebooks import cell_source, run_source  # noqa: E402
 from grader.problems import attention as P  # noqa: E402
-from grader.problems import attention_launch as AL  # noqa: E402
 from grader.speed import TimedCase  # noqa: E402
 
 NB = ROOT / "solutions" / "04_attention" / "04_decoding.ipynb"
@@ -60,7 +59,6 @@ def main() -> None:
     import torch
 
     print(torch.cuda.get_device_name(), time.strftime("%Y-%m-%d"))
-    real_split = AL.split_chunk
     results = []
     for problem in (P.decode, P.decode_paged):
         size = problem.bench_size
@@ -79,15 +77,12 @@ def main() -> None:
             make = P.paged_decode_launch if "paged" in problem.name else P.decode_launch
             row = []
             for per_sm in PER_SM:
-                AL.split_chunk = lambda u, c, t, per_sm=per_sm: real_split(u, c, t, per_sm=per_sm)
                 try:
-                    t = timed(make(kern, merge="fused"), problem, problem.bench_size)
+                    t = timed(make(kern, merge="fused", per_sm=per_sm), problem, problem.bench_size)
                     gbs = problem.work(problem.bench_size)["bytes"] / t / 1e9
                     row.append(f"{per_sm}/SM {100 * gbs / copy:5.1f}%")
                 except Exception as exc:
                     row.append(f"{per_sm}/SM failed ({str(exc).splitlines()[0][:60]})")
-                finally:
-                    AL.split_chunk = real_split
             print(f"{problem.name:18s} BN {cfg[0]:3d} warps {cfg[1]} stages {cfg[2]} minB {cfg[3]}: " + "  ".join(row),
                   flush=True)
 

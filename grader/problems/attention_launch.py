@@ -7,7 +7,8 @@ so a lesson's launch cell is one line: ``launch = P.fa2_launch(fa["fa2<V3<128>>"
 * :func:`fa2_launch` — FlashAttention-2 forward: one block per (TILE_M query rows, head, batch);
   one kernel per head dimension (the type's TILE_K), picked by the inputs' d.
 * :func:`decode_launch`, :func:`paged_decode_launch` — one query token per sequence, split-KV:
-  the cache is cut into chunks so that (sequences × KV heads × chunks) fill the GPU twice over;
+  the cache is cut into chunks so that (sequences × KV-head groups × chunks) fill the GPU twice over
+  (a group: the KV heads one block takes, its type's TILE_M / 16; one in the lesson's ``Paged``);
   the chunks are merged by a combine kernel (``merge="kernel"``), by the last block of each
   (sequence, KV head) inside the split kernel (``merge="fused"``), or not split (``"none"``).
 * :func:`mla_launch` — MLA decode over the latent cache, split-KV and the combine kernel.
@@ -110,9 +111,14 @@ def _counters(n: int, device: int):
     return torch.zeros(n, dtype=torch.int32, device=f"cuda:{device}")
 
 
-def _decode(kernels, combine, merge: str):
+DECODE_HEADS = 16     # query heads a decode block packs per KV head (one m16 tile): TILE_M = 16 · KV heads
+
+
+def _decode(kernels, combine, merge: str, per_sm: int = 2):
     if merge not in ("none", "kernel", "fused"):
         raise ValueError("merge is 'none', 'kernel' or 'fused'")
+    if int(per_sm) != per_sm or per_sm < 1:
+        raise ValueError(f"per_sm is a whole number of blocks per SM, at least 1 (got {per_sm!r})")
     by_d = _by_width(kernels, "the head dimension")
     comb = _by_width(combine, "the merged width") if combine else {}
     if merge == "kernel" and not comb:
@@ -126,11 +132,13 @@ def _decode(kernels, combine, merge: str):
         B, Hq, d = q.shape
         kern = _pick(by_d, d, "head dimension")
         shape = kern.launch_shape
-        if Hq % Hkv or Hq // Hkv > shape.tile_m:
-            raise ValueError(f"{Hq} query heads over {Hkv} KV heads: a block packs at most {shape.tile_m} per KV head")
+        if Hq % Hkv or Hq // Hkv > DECODE_HEADS or shape.tile_m % DECODE_HEADS:
+            raise ValueError(f"{Hq} query heads over {Hkv} KV heads: a block packs at most {DECODE_HEADS} per KV head "
+                             f"(its type's TILE_M, {shape.tile_m}, is {DECODE_HEADS} × the KV heads it takes)")
         if B == 0:
             return
-        chunk = cap if merge == "none" else split_chunk(B * Hkv, cap, shape.tile_n)
+        groups = cdiv(Hkv, shape.tile_m // DECODE_HEADS)      # blocks per sequence and chunk
+        chunk = cap if merge == "none" else split_chunk(B * groups, cap, shape.tile_n, per_sm=per_sm)
         n_splits = max(1, cdiv(cap, chunk))
         if n_splits == 1:
             chunk = max(cap, 1)
@@ -141,7 +149,7 @@ def _decode(kernels, combine, merge: str):
             if merge == "fused":
                 counters = _counters(B * Hkv, q.device.index or 0)
         shift = int(math.log2(page)) if page else 0
-        kern.launch((n_splits, Hkv, B), q, kc, vc, table, seq_lens, o_part, lse_part, o, counters, Hq, Hkv, cap,
+        kern.launch((n_splits, groups, B), q, kc, vc, table, seq_lens, o_part, lse_part, o, counters, Hq, Hkv, cap,
                     shift, chunk, n_splits, LOG2E / math.sqrt(d))
         if n_splits > 1 and merge == "kernel":
             _pick(comb, d, "head dimension").launch((Hq, B), o_part, lse_part, seq_lens, o, Hq, chunk, n_splits)
@@ -149,10 +157,11 @@ def _decode(kernels, combine, merge: str):
     return run
 
 
-def decode_launch(*kernels, combine=(), merge: str = "fused"):
+def decode_launch(*kernels, combine=(), merge: str = "fused", per_sm: int = 2):
     """``launch(q, k_cache, v_cache, seq_lens, o)`` of ``decode<Cfg>`` kernels over a contiguous cache
-    (B, Hkv, CAP, d); ``combine``: the ``combine<Cfg>`` kernels (merge="kernel")."""
-    run = _decode(kernels, combine, merge)
+    (B, Hkv, CAP, d); ``combine``: the ``combine<Cfg>`` kernels (merge="kernel"); ``per_sm``: the
+    blocks per SM the split aims at (:func:`split_chunk`)."""
+    run = _decode(kernels, combine, merge, per_sm)
 
     def launch(q, k_cache, v_cache, seq_lens, o):
         run(q, k_cache, v_cache, None, seq_lens, o, k_cache.shape[2], k_cache.shape[1], 0)
@@ -160,10 +169,11 @@ def decode_launch(*kernels, combine=(), merge: str = "fused"):
     return launch
 
 
-def paged_decode_launch(*kernels, combine=(), merge: str = "fused"):
+def paged_decode_launch(*kernels, combine=(), merge: str = "fused", per_sm: int = 2):
     """``launch(q, k_pages, v_pages, block_table, seq_lens, o)`` of paged ``decode<Cfg>`` kernels:
-    pages (num_pages, P, Hkv, d), P a power of two; block_table (B, max_pages) int32."""
-    run = _decode(kernels, combine, merge)
+    pages (num_pages, P, Hkv, d), P a power of two; block_table (B, max_pages) int32; ``per_sm``
+    as for :func:`decode_launch`."""
+    run = _decode(kernels, combine, merge, per_sm)
 
     def launch(q, k_pages, v_pages, block_table, seq_lens, o):
         P = k_pages.shape[1]
