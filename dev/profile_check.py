@@ -209,7 +209,7 @@ def main():
             (out / f"ncu_{r.key}_profile.log").write_text(" ".join(p.command) + "\n" + p.log)
             if r.compare and time.time() - start < a.budget - 20:
                 res = subprocess.run(dcmd, capture_output=True, text=True, timeout=max(20, a.budget - (time.time() - start)),
-                                     cwd=str(ROOT), env={**os.environ, "PYTHONPATH": str(ROOT)})
+                                     cwd=str(ROOT), env={**os.environ, "GRADER_FORCE_GPU": "1", "PYTHONPATH": str(ROOT)})
                 (out / f"ncu_{r.key}_direct.log").write_text(" ".join(dcmd) + "\n" + res.stdout + res.stderr)
                 direct = prof.parse_details_csv(res.stdout)
                 report.append("  direct ncu: " + " ".join(dcmd[:-5]) + " python -m grader.profiling --run launch.pkl")

@@ -7,6 +7,7 @@ simulator instead of failing.
 
 Overrides (environment variables):
   GRADER_FORCE_SIM=1   use the simulator even on a GPU machine (tests, demos)
+  GRADER_FORCE_GPU=1   never choose the simulator (grader.profile's and grader.cuda.sanitize's children)
   NUMBA_ENABLE_CUDASIM=1  respected as set by the user
 """
 from __future__ import annotations
@@ -21,6 +22,9 @@ def _choose() -> bool:
     """Return True when kernels must run in the simulator (and arrange it)."""
     if os.environ.get("GRADER_FORCE_SIM") == "1":
         os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+    elif os.environ.get("GRADER_FORCE_GPU") == "1":
+        pass                      # a child of a GPU process run under ncu or compute-sanitizer, whose
+                                  # injected driver may not answer the probe below before the tool is ready
     elif os.environ.get("NUMBA_ENABLE_CUDASIM") != "1" and gpu_count() == 0:
         os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
     sim = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"

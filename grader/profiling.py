@@ -103,7 +103,7 @@ def _run(launch, problem, size, *, kernel, launch_count, ncu, timeout, simulator
             cmd += [sys.executable, "-m", "grader.profiling", "--run", str(pkl)]
             try:
                 p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=str(ROOT),
-                                   env={**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")})
+                                   env={**os.environ, "GRADER_FORCE_GPU": "1", "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")})
             except subprocess.TimeoutExpired:
                 return Profile(unavailable=f"ncu did not finish within {timeout:.0f} s (a kernel that hangs, or ncu "
                                            "replaying a long kernel many times: pass a smaller size)")

@@ -204,10 +204,12 @@ def _run(launch, problem, size, tool, timeout, simulator, dumps, extra=()) -> Sa
         pkl.write_bytes(payload)
         cmd = [sys.executable, "-m", "grader.profiling", "--once", str(pkl)]
         if tool:
-            cmd = [exe, "--tool", tool, "--print-limit", "50", *extra] + cmd
+            # --report-api-errors no: the host libraries' own probing of the driver (cuGetProcAddress
+            # answered "invalid value", seen on an H200 2026-11-28) is not the kernel's error
+            cmd = [exe, "--tool", tool, "--report-api-errors", "no", "--print-limit", "50", *extra] + cmd
         try:
             p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=str(ROOT),
-                               env={**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")})
+                               env={**os.environ, "GRADER_FORCE_GPU": "1", "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")})
         except subprocess.TimeoutExpired as e:
             text = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
             return SanitizerReport(tool, outcome=f"did not finish within {timeout:.0f} s: a kernel that never ends "
