@@ -29,3 +29,12 @@ class KernelTimeout(RuntimeError):
 
 class LibraryCall(RuntimeError):
     """The launch function computed on the host or through a library, not with a kernel."""
+
+
+class NotWrittenYet(NotImplementedError):
+    """A kernel of an exercise not written yet was launched (a %%cuda cell that still holds
+    ``// YOUR CODE HERE``, a Numba kernel that still raises NotImplementedError): refused, never run.
+    Renders in IPython as the one-line verdict, wherever the launch came from (a check, a demo)."""
+
+    def _render_traceback_(self):
+        return [f"\x1b[31mnot implemented yet\x1b[0m: {self}"]

@@ -67,8 +67,10 @@ def refuse_numba_stubs() -> None:
             verdicts[key] = _is_stub(self.dispatcher)
         if verdicts[key]:
             name = getattr(self.dispatcher, "__name__", None) or getattr(self.dispatcher.py_func, "__name__", "kernel")
-            raise NotImplementedError(f"the kernel `{name}` still raises NotImplementedError (the exercise's stub): "
-                                      "write it and run its cell again; it is not launched until then.")
+            from .errors import NotWrittenYet
+
+            raise NotWrittenYet(f"the kernel `{name}` still raises NotImplementedError (the exercise's stub): "
+                                "write it and run its cell again; it is not launched until then.")
         return original(self, *args)
 
     launch._refuses_stubs = True

@@ -75,8 +75,9 @@ def perf_vs_size(series: dict, unit: str = "GB/s", ceiling: float | None = None,
     """series: label -> list of (x, value), x a size by default. A dashed line marks the peer's ceiling."""
     fig, ax = (ax.figure, ax) if ax is not None else subplots(figsize=(6.5, 4.2))
     for label, pts in series.items():
-        pts = sorted(pts)
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label=label)
+        pts = sorted(p for p in pts if p[1] == p[1] and p[1] is not None)   # unmeasured points (NaN) left out
+        if pts:
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label=label)
     if ceiling:
         ax.axhline(ceiling, color="k", ls="--", lw=1, label=f"{ceiling_label} ({ceiling:,.0f} {unit})")
     ax.set_xscale("log", base=2)

@@ -332,7 +332,10 @@ class CudaKernel:
         return max_active_clusters(self, cluster, block, shared)
 
 
-class StubLaunch(NotImplementedError):
+from ..errors import NotWrittenYet  # noqa: E402
+
+
+class StubLaunch(NotWrittenYet):
     """A kernel of a cell that still holds the exercise's stub was launched: it is refused, never run
     (a half-written kernel can hang or take the GPU's context down for every later cell)."""
 
