@@ -53,11 +53,20 @@ def bf16_to_f32(bits: np.ndarray) -> np.ndarray:
 
 
 def f32_to_bf16(values) -> np.ndarray:
-    """float32 (or float64, rounded to float32 first) values -> uint16 bf16 bits, round to nearest even."""
-    b = np.asarray(values, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    nan = np.isnan(np.asarray(values, dtype=np.float32))
-    rounded = ((b + 0x7FFF + ((b >> 16) & 1)) >> 16).astype(np.uint16)
-    return np.where(nan, np.uint16(0x7FC0), rounded)
+    """float32 (or float64, rounded to float32 first) values -> uint16 bf16 bits, round to nearest even.
+    In uint32 arithmetic (it wraps only for NaNs, which are replaced), chunk by chunk on every core."""
+    from .parallel import chunked
+
+    f = np.ascontiguousarray(values, dtype=np.float32)
+    flat, out = f.reshape(-1), np.empty(f.size, dtype=np.uint16)
+
+    def part(a, b):
+        u = flat[a:b].view(np.uint32)
+        r = (u + ((u >> 16) & 1) + np.uint32(0x7FFF)) >> 16
+        r[np.isnan(flat[a:b])] = 0x7FC0
+        out[a:b] = r
+    chunked(part, flat.size)
+    return out.reshape(f.shape)
 
 
 def bf16_to_f64(bits: np.ndarray) -> np.ndarray:

@@ -95,9 +95,9 @@ class TimedCase:
     :meth:`repoison` (the outputs back to their poisoned state, before each timed repetition). The
     graded cell, the judge's runner and the dev/ scripts all time launches on one of these."""
 
-    def __init__(self, problem: Problem, size, seed: int = 0, repoisoned: bool = False):
+    def __init__(self, problem: Problem, size, seed: int = 0, repoisoned: bool = False, inputs: dict | None = None):
         self.problem, self.size = problem, size
-        self.inputs = problem.make_inputs(np.random.default_rng(seed), size)
+        self.inputs = problem.make_inputs(np.random.default_rng(seed), size) if inputs is None else inputs
         self.dev_in = arrays.device_args(self.inputs, problem.arrays)
         self.outs = {k: arrays.output(shape, dtype, problem.arrays)
                      for k, (shape, dtype) in problem.outputs(size, self.inputs).items()}

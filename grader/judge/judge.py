@@ -241,6 +241,11 @@ def _grade(plan, result: NotebookGrade, sandbox, gpu: bool | None, env: dict | N
             result.timings.update({f"tests.{k}": v for k, v in judged.seconds.items()})
             mark = time.monotonic()
             result.outputs = remote.notebook()
+            spent = (result.outputs or {}).get("seconds")
+            if isinstance(spent, dict):                # the slowest cells, for where "start" went
+                top = sorted(((float(v), str(k)[:60]) for k, v in spent.items() if isinstance(v, (int, float))),
+                             reverse=True)[:3]
+                result.timings.update({f"cell.{k}": v for v, k in top})
             result.runner_gone = remote.dead or ""
             result.log = remote.close()
             result.timings["outputs"] = time.monotonic() - mark
@@ -269,20 +274,19 @@ def _sandboxed_compile(sandbox, inputs: Path):
 
 def _prewarm_peer(problem) -> None:
     """Measure a problem's peer at its benchmark size now, in the judge's process, before the
-    learner's code runs on this GPU (the speed cell then finds it measured). Once per process: a
-    judge grading a class prepares a problem's benchmark inputs for its peer only for the first
-    notebook (FP8 attention's take ~5 s)."""
-    import numpy as np
-
+    learner's code runs on this GPU (the speed cell then finds it measured), on the speed cell's own
+    benchmark case (grader.judge.verbs.CASES: made once). Once per process."""
     from .. import arrays, peers
 
     if problem.peer is None or problem.unavailable(False, __import__("grader").cuda.toolchain.compute_capability()):
         return
+    from .verbs import CASES, SEEDS
+
     size = problem.bench_size
     work = problem.work(size)
     if peers.measured(problem.peer, size, work):
         return
-    inputs = problem.make_inputs(np.random.default_rng(0), size)
+    inputs, _ = CASES.get(problem, size, SEEDS.seed(problem.name, size, "bench", 0))   # the speed cell's own case
     dev = arrays.device_args(inputs, problem.arrays)
     peers.measure(problem.peer, peers.inputs_for(dev, size, work))
 

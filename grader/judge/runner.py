@@ -157,6 +157,7 @@ class _Stream(io.TextIOBase):
         pass
 
 
+INPUTS_KEPT = 2 * 2**30      # bytes of inputs the runner keeps for repeated cases
 GIVEN_SHARE = 0.25          # a given cell may take this share of the plan's time for cells …
 GIVEN_MIN_S = 15.0          # … or this many seconds, whichever is more (within what is left)
 
@@ -207,7 +208,10 @@ class Runner:
         self.errors: dict[str, str] = {}
         self.outputs: dict[str, list] = {}           # cell id -> its outputs
         self.skipped: list[str] = []                 # given cells run only for their definitions (time spent)
+        self.seconds: dict[str, float] = {}          # cell id -> seconds it ran (the judge records the slowest)
         self.timed = None            # (launch, case) of the last "time" request
+        self._inputs: dict = {}      # (problem, size, seed) -> inputs, oldest first (Runner.inputs)
+        self._kept = 0
 
     # -- running the notebook -------------------------------------------------------
     def run_cells(self) -> None:
@@ -226,6 +230,7 @@ class Runner:
                 self._define(cell)
                 continue
             outputs = self.capture.begin()
+            began = time.monotonic()
             saved = sys.stdout, sys.stderr
             sys.stdout, sys.stderr = _Stream(self.capture, "stdout"), _Stream(self.capture, "stderr")
             limit = min(left, max(GIVEN_MIN_S, GIVEN_SHARE * budget)) if cell["mode"] == "given" else 0
@@ -239,6 +244,7 @@ class Runner:
                 sys.stdout, sys.stderr = saved
                 self.capture.outputs = None
             self.outputs[cell["id"]] = outputs
+            self.seconds[cell["id"]] = round(time.monotonic() - began, 3)
             if err is None:
                 continue
             if cell["mode"] == "given":
@@ -273,7 +279,7 @@ class Runner:
                     except ValueError:
                         continue
         return {"cells": [{"id": cid, "outputs": outs} for cid, outs in self.outputs.items()],
-                "skipped": self.skipped, "records": records}
+                "skipped": self.skipped, "records": records, "seconds": self.seconds}
 
     # -- requests -------------------------------------------------------------------
     def resolve(self, names: list) -> dict:
@@ -325,7 +331,7 @@ class Runner:
         problem, (size, seed) = self._problem(head["problem"]), head["objects"]["case"]
         try:
             check.refuse_if_context_lost()
-            inputs = problem.make_inputs(np.random.default_rng(seed), size)
+            inputs = self.inputs(problem, size, seed)
             obs = check.run_case(self.ns[head["name"]], problem, size, inputs)
         except Exception as exc:             # the learner's code broke the harness itself
             obs = check.Observation(error=check.explain(exc))
@@ -341,11 +347,29 @@ class Runner:
 
         problem, (size, seed) = self._problem(head["problem"]), head["objects"]["case"]
         launch = self.ns[head["name"]]
-        case = TimedCase(problem, size, seed, repoisoned=True)
+        case = TimedCase(problem, size, seed, repoisoned=True, inputs=self.inputs(problem, size, seed))
         times = timing.time_call(lambda: launch(*case.args), before_each=case.repoison,
                                  budget_s=float(head.get("budget_s", 3.0)))
         self.timed = (launch, case)
         return {"times": times}, self._outputs()
+
+    def inputs(self, problem, size, seed: int) -> dict:
+        """The problem's inputs for (size, seed), made once: the judge asks for the same case more
+        than once (the speed cell checks the visible sizes again). At most INPUTS_KEPT bytes kept."""
+        import numpy as np
+
+        key = (problem.name, repr(size), seed)
+        if key in self._inputs:
+            return self._inputs[key]
+        inputs = problem.make_inputs(np.random.default_rng(seed), size)
+        cost = sum(v.nbytes for v in inputs.values() if isinstance(v, np.ndarray))
+        while self._inputs and self._kept + cost > INPUTS_KEPT:
+            old = self._inputs.pop(next(iter(self._inputs)))
+            self._kept -= sum(v.nbytes for v in old.values() if isinstance(v, np.ndarray))
+        if cost <= INPUTS_KEPT:
+            self._inputs[key] = inputs
+            self._kept += cost
+        return inputs
 
     def _outputs(self) -> dict:
         _, case = self.timed

@@ -92,7 +92,9 @@ class Mla(NamedTuple):
 def _normal(rng, shape, scale=1.0, shift=0.0) -> np.ndarray:
     """Random fp32 of mean ``shift`` and standard deviation ``scale``: uniform on ±√3·scale (as good
     as a normal for these tests, and twice as fast to draw at the benchmark sizes)."""
-    x = rng.random(shape, dtype=np.float32)
+    from .. import parallel
+
+    x = parallel.random(rng, shape)
     x -= np.float32(0.5)
     x *= np.float32(2 * math.sqrt(3) * scale)
     if shift:

@@ -3,21 +3,25 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import peers
+from .. import parallel, peers
 from .. import integrity as _integrity
 from ..problem import Problem
 
 
 def _two_vectors(rng: np.random.Generator, n: int) -> dict:
-    return {"a": rng.standard_normal(n, dtype=np.float32),
-            "b": rng.standard_normal(n, dtype=np.float32)}
+    return {"a": parallel.normal(rng, n), "b": parallel.normal(rng, n)}
+
+
+@parallel.rowwise("a", "b")
+def _add_reference(a, b):
+    return {"c": a.astype(np.float64) + b.astype(np.float64)}
 
 
 vector_add = Problem(
     name="vector add",
     make_inputs=_two_vectors,
     outputs=lambda n, inputs: {"c": ((n,), np.float32)},
-    reference=lambda a, b: {"c": a.astype(np.float64) + b.astype(np.float64)},
+    reference=_add_reference,
     # 1 element; not a multiple of any block size; a large prime-ish size
     sizes=[1, 1000, 1_000_003, 1 << 24],
     sim_sizes=[1, 1000, 4099],
@@ -38,15 +42,15 @@ vector_add = Problem(
 # ---------------------------------------------------------------- 01.02 saxpy
 def _saxpy_inputs(rng: np.random.Generator, n: int) -> dict:
     return {"a": np.float32(rng.uniform(0.5, 2.0)),
-            "x": rng.standard_normal(n, dtype=np.float32),
-            "y": rng.standard_normal(n, dtype=np.float32)}
+            "x": parallel.normal(rng, n),
+            "y": parallel.normal(rng, n)}
 
 
 saxpy = Problem(
     name="saxpy",
     make_inputs=_saxpy_inputs,
     outputs=lambda n, inputs: {"z": ((n,), np.float32)},
-    reference=lambda a, x, y: {"z": np.float64(a) * x.astype(np.float64) + y.astype(np.float64)},
+    reference=parallel.rowwise("x", "y")(lambda a, x, y: {"z": np.float64(a) * x.astype(np.float64) + y.astype(np.float64)}),
     sizes=[1, 1000, 1_000_003, 1 << 24],
     sim_sizes=[1, 1000, 4099],
     hidden_sizes=[7, 65_537, 10_000_019],
@@ -69,7 +73,7 @@ def saxpy_flops(n: int) -> int:
 
 # ---------------------------------------------------------------- 01.03 transpose
 def _matrix(rng: np.random.Generator, shape: tuple) -> dict:
-    return {"a": rng.standard_normal(shape, dtype=np.float32)}
+    return {"a": parallel.normal(rng, shape)}
 
 
 transpose = Problem(
@@ -106,7 +110,8 @@ def _bias_act_inputs(rng: np.random.Generator, shape: tuple) -> dict:
     from ..formats import f32_to_bf16
 
     m, n = shape
-    x = rng.standard_normal((m, n), dtype=np.float32) * 2
+    x = parallel.normal(rng, (m, n))
+    x *= np.float32(2)
     # LLM activations have a few outlier channels, orders of magnitude larger than the rest.
     # bf16 holds them (float32's range); fp16 (largest 65504) turns them into inf.
     outliers = rng.choice(n, size=max(1, n // 64), replace=False)
@@ -115,6 +120,7 @@ def _bias_act_inputs(rng: np.random.Generator, shape: tuple) -> dict:
     return {"x": f32_to_bf16(x), "bias": f32_to_bf16(bias)}        # (m, n), (n,) bf16 as uint16
 
 
+@parallel.rowwise("x")
 def _bias_gelu_reference(x, bias):
     from ..formats import bf16_to_f64
 
@@ -148,6 +154,7 @@ bias_gelu = Problem(
 )
 
 
+@parallel.rowwise("x")
 def _bias_silu_reference(x, bias):
     from ..formats import bf16_to_f64
 

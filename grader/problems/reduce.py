@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from .. import bf16, peers
+from .. import bf16, parallel, peers
 from ..bf16 import BF16
 from .. import integrity as _integrity
 from ..problem import Problem
@@ -24,7 +24,7 @@ BLOCK = 256          # elements summed by one output of block_sum
 # ------------------------------------------------------------------ 01 block sum
 def _uniform(rng, n):
     # positive inputs: the sum grows like n/2 and a relative tolerance means something
-    return {"x": rng.random(n, dtype=np.float32)}
+    return {"x": parallel.random(rng, n)}
 
 
 def _sum_tol(n, dtype):
@@ -78,7 +78,7 @@ total_sum = Problem(
 
 
 def _two_uniform(rng, n):
-    return {"a": rng.random(n, dtype=np.float32), "b": rng.random(n, dtype=np.float32)}
+    return {"a": parallel.random(rng, n), "b": parallel.random(rng, n)}
 
 
 dot = Problem(
@@ -144,7 +144,8 @@ class Rows(tuple):
 
 def _bf16_rows(rng, size):
     rows, cols = size
-    x = rng.standard_normal((rows, cols), dtype=np.float32) * np.float32(getattr(size, "scale", 1.0))
+    x = parallel.normal(rng, (rows, cols))
+    x *= np.float32(getattr(size, "scale", 1.0))
     return bf16.from_f32(x)                   # (rows, cols) bf16 bits
 
 
@@ -164,6 +165,7 @@ def _softmax_inputs(rng, size):
     return {"x": _bf16_rows(rng, size)}
 
 
+@parallel.rowwise("x")
 def _softmax_ref(x):
     xf = bf16.to_f32(x).astype(np.float64)    # what the bf16 input holds
     e = np.exp(xf - xf.max(axis=1, keepdims=True))
@@ -208,6 +210,7 @@ RMS_EPS = 1e-6     # as torch's rms_norm is called in the peer
 LN_EPS = 1e-5
 
 
+@parallel.rowwise("x")
 def _rms_ref(x, w, eps=RMS_EPS):
     xf = bf16.to_f32(x).astype(np.float64)
     wf = bf16.to_f32(w).astype(np.float64)
@@ -237,10 +240,12 @@ rmsnorm_bf16 = Problem(
 def _ln_inputs(rng, size):
     rows, cols = size
     # rows with a large mean: the one-pass E[x²] − E[x]² formula cancels catastrophically
-    x = (rng.standard_normal((rows, cols), dtype=np.float32) + np.float32(1000.0))
+    x = parallel.normal(rng, (rows, cols))
+    x += np.float32(1000.0)
     return {"x": x}
 
 
+@parallel.rowwise("x")
 def _ln_ref(x, eps=LN_EPS):
     xf = x.astype(np.float64)
     mu = xf.mean(axis=1, keepdims=True)
