@@ -316,25 +316,3 @@ def test_the_checker_catches_a_stale_script(tmp_path):
     assert "cell 06_fp8_gemm.ipynb:v_fp8_gone" in found and "notebook 04_fp8.ipynb" in found, found
     assert any("NO_SUCH_TABLE" in p for p in found), found
 
-
-def test_the_h200_script_still_rewrites_the_three_lesson_cells():
-    """dev/h200_memory_bound.py's rewrites of 04.04's, 05.01's and 02.04's cells each apply once
-    (the script's --dry-run also compiles them; this checks only the text, in a second)."""
-    sys.path.insert(0, str(DEV))
-    try:
-        import h200_memory_bound as h
-    finally:
-        sys.path.remove(str(DEV))
-    src = h.decode_source(ignore_table=True)
-    assert all(f"using {a} = DecConfig<D, {bn}, {w}, {s}, true, {b}, {kvb}>" in src
-               for a, bn, w, s, b, kvb in h.DECODE_CONFIGS)
-    assert "__ldg(block_table" not in src
-    for group in h.TMA_GROUPS:
-        src = h.tma_source(h.TMA_SHAPES, group=group, min_blocks=h.TMA_MIN_BLOCKS)
-        assert "blockIdx.x * BOX" not in src and f"__launch_bounds__(Cfg::THREADS, {h.TMA_MIN_BLOCKS})" in src
-    cell = h.cell_source(h.NB_NORM, "v3_registers")
-    for simulator in (True, False):
-        for label, _, rewrites in h.norm_variants(simulator):
-            text = cell
-            for old, new in rewrites:
-                text = h.swap(text, old, new, label)
