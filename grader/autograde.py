@@ -221,6 +221,7 @@ class StudentResult:
     worker: str = ""                 # host:pid of the process that graded it
     grader: str = ""                 # the grader package's digest there (grader.ledger.grader_digest)
     grading: dict = field(default_factory=dict)   # grading.json: what the judge found (grading_record)
+    span: tuple = ()                 # (start, end) of this grading on the worker's clock (time.time())
 
 
 def collect(course: Path, assignment: str, students: list[str] | None = None, *, feedback: bool = True,
@@ -288,6 +289,7 @@ def grade_student(job: StudentJob, progress=None) -> StudentResult:
     from .ledger import grader_digest
     from .record import collecting
 
+    started = time.time()
     for folder in job.hidden:
         hide(folder)
     sandbox = job.sandbox if job.sandbox is not None and not isinstance(job.sandbox, str) else choose(job.sandbox)
@@ -340,7 +342,7 @@ def grade_student(job: StudentJob, progress=None) -> StudentResult:
                              handed_in=[name in job.submitted for name in job.lessons],
                              device=None if SIMULATOR else device, simulator=bool(SIMULATOR), sandbox=sandbox.name)
     return StudentResult(job.student, job.key, graded, results, notebooks, device,
-                         f"{socket.gethostname()}:{os.getpid()}", grader_digest(), grading)
+                         f"{socket.gethostname()}:{os.getpid()}", grader_digest(), grading, (started, time.time()))
 
 
 def failed_student(job: StudentJob, why: str) -> StudentResult:

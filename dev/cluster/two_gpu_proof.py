@@ -1,18 +1,22 @@
-"""Issue 19's two-GPU proof: a class graded across two GPUs, against the same class on one.
+"""A class graded on two GPUs against the same class on one (issue 36): throughput, the figures, and
+proof that no GPU graded two students at once.
 
-8 students hand in the reference solutions of chapters 01-03 (every notebook of each chapter). Each
-chapter is graded on a local Dask cluster with 2 GPU workers (one per GPU, CUDA_VISIBLE_DEVICES),
-then again on 1, each in a fresh scratch course. Printed: the devices used, wall time and
-throughput ratio (goal >= 1.8x), and per speed figure the points and the judge's figure on each run
-with their delta and the device of each.
+6 students hand in the reference solution of one lesson (default: 01.01). The class is graded through
+the judge, with feedback, on a local Dask cluster with one worker per GPU (each pinned by
+CUDA_VISIBLE_DEVICES: grader.cluster.local_cluster), first on 2 GPUs, then on 1, each in a fresh scratch
+course. Printed: wall time and students per second on each, their ratio (goal ≥ 1.9), every student's
+speed figures and points on each run, and for every GPU the students it graded with their start and
+end: no two of one GPU overlap (each worker is single-threaded; checked here from the workers' own
+clocks, not assumed).
 
-    python dev/cluster/two_gpu_proof.py            # on a machine with 2 GPUs (nvidia-h200-x2)
+    python dev/cluster/two_gpu_proof.py [--lesson CHAPTER/NOTEBOOK] [--students 6] [--out DIR]
 
-Needs: pip install '.[cluster,gpu]' (dask-cuda optional). NOT RUN YET: no two-GPU machine was lent
-when it was written.
+On a machine with 2 GPUs (nvidia-h200-x2). Needs dask[distributed] (pip install '.[cluster]').
 """
 from __future__ import annotations
 
+import argparse
+import json
 import shutil
 import sys
 import tempfile
@@ -26,57 +30,79 @@ from grader.autograde import make_scratch_course  # noqa: E402
 from grader.cluster import grade_class, local_cluster  # noqa: E402
 from grader.cuda.toolchain import gpu_count  # noqa: E402
 
-CHAPTERS = ["01_elementwise", "02_reduce", "03_gemm"]
-STUDENTS = [f"student-{i}" for i in range(8)]
 
-
-def course_for(chapter: str, where: Path) -> Path:
-    course = make_scratch_course(chapter, where)
-    for student in STUDENTS:
+def course_for(chapter: str, lesson: str, students: list[str], where: Path) -> Path:
+    course = make_scratch_course(chapter, where, lessons=[lesson])
+    for student in students:
         folder = course / "submitted" / student / chapter
         folder.mkdir(parents=True)
-        for nb in sorted((ROOT / "solutions" / chapter).glob("*.ipynb")):
-            shutil.copy(nb, folder / nb.name)
+        shutil.copy(ROOT / "solutions" / chapter / lesson, folder / lesson)
     return course
 
 
-def grade(gpus: int, tmp: Path) -> tuple[float, dict]:
-    figures, seconds = {}, 0.0
+def grade(gpus: int, chapter: str, lesson: str, students: list[str], tmp: Path) -> dict:
+    course = course_for(chapter, lesson, students, tmp / f"{gpus}gpu")
     cluster = local_cluster(gpus=gpus)
     try:
-        for chapter in CHAPTERS:
-            course = course_for(chapter, tmp / f"{gpus}gpu-{chapter}")
-            t0 = time.monotonic()
-            run = grade_class(course, chapter, cluster=cluster, feedback=False, force=True)
-            seconds += time.monotonic() - t0
-            assert not run.failed, run.failed
-            for student, r in run.results.items():
-                for g in r.grades:
-                    for v in g.verdicts:
-                        if v.grade_id.startswith("speed"):
-                            last = (v.output.strip().splitlines() or [""])[-1]
-                            figures[(chapter, student, v.grade_id)] = (v.score, v.max_score, last, r.device)
+        t0 = time.monotonic()
+        run = grade_class(course, chapter, cluster=cluster, feedback=True, force=True)
+        wall = time.monotonic() - t0
     finally:
         cluster.close()
-    return seconds, figures
+    assert not run.failed, run.failed
+    rows = {}
+    for student, r in run.results.items():
+        speed = {v.grade_id: (v.score, v.max_score) for g in r.grades for v in g.verdicts}
+        figures = [rec for nb in r.grading.get("notebooks", []) for rec in nb.get("records", []) if rec.get("kind") == "speed"]
+        rows[student] = {"device": r.device, "worker": r.worker, "span": list(r.span), "points": speed,
+                         "figures": [(f["problem"], round(f["fraction"], 4), round(f.get("value", 0), 1)) for f in figures],
+                         "seconds": round(r.graded.seconds, 2)}
+    return {"gpus": gpus, "wall_s": wall, "students": rows}
+
+
+def overlaps(run: dict) -> list[str]:
+    """Students graded at the same time on the same GPU (by the workers' own clocks)."""
+    by_device: dict = {}
+    for student, row in run["students"].items():
+        by_device.setdefault(row["device"], []).append((row["span"][0], row["span"][1], student))
+    bad = []
+    for device, spans in by_device.items():
+        spans.sort()
+        for (a0, a1, sa), (b0, b1, sb) in zip(spans, spans[1:]):
+            if b0 < a1:
+                bad.append(f"{device}: {sa} and {sb} overlap by {a1 - b0:.2f} s")
+    return bad
 
 
 def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lesson", default="01_elementwise/01_threads_and_blocks.ipynb")
+    ap.add_argument("--students", type=int, default=6)
+    ap.add_argument("--out", type=Path, default=None)
+    a = ap.parse_args()
     if gpu_count() < 2:
         print(f"needs 2 GPUs, this machine has {gpu_count()}")
         return 2
+    chapter, lesson = a.lesson.split("/")
+    students = [f"student-{i}" for i in range(a.students)]
     with tempfile.TemporaryDirectory(prefix="two-gpu-proof-") as tmp:
-        t2, f2 = grade(2, Path(tmp))
-        t1, f1 = grade(1, Path(tmp))
-    print(f"\n{len(STUDENTS)} students x {CHAPTERS}: 2 GPUs {t2:.1f} s, 1 GPU {t1:.1f} s, "
-          f"throughput x{t1 / t2:.2f} (goal >= 1.8)")
-    print("devices on 2 GPUs:", sorted({d for *_, d in f2.values()}))
-    print("devices on 1 GPU: ", sorted({d for *_, d in f1.values()}))
-    print(f"\n{'chapter':<16}{'student':<12}{'cell':<32}{'2 GPUs':>8}{'1 GPU':>8}{'delta':>8}  figure (2 GPUs | 1 GPU), device")
-    for key in sorted(f2):
-        s2, m, fig2, dev2 = f2[key]
-        s1, _, fig1, dev1 = f1.get(key, (float("nan"), m, "", ""))
-        print(f"{key[0]:<16}{key[1]:<12}{key[2]:<32}{s2:>8.2f}{s1:>8.2f}{s2 - s1:>+8.2f}  {fig2} | {fig1}, {dev2} | {dev1}")
+        two = grade(2, chapter, lesson, students, Path(tmp))
+        one = grade(1, chapter, lesson, students, Path(tmp))
+    ratio = one["wall_s"] / two["wall_s"]
+    print(f"\n{len(students)} students × {a.lesson}: 2 GPUs {two['wall_s']:.1f} s, 1 GPU {one['wall_s']:.1f} s: "
+          f"throughput ×{ratio:.2f} on two (goal ≥ 1.9)")
+    for run in (two, one):
+        print(f"\n{run['gpus']} GPU(s): student, device, worker, start–end (s from the first start), seconds, points, figures")
+        t0 = min(r["span"][0] for r in run["students"].values())
+        for student, r in sorted(run["students"].items()):
+            print(f"  {student:<11} {r['device']:<48} {r['worker']:<18} {r['span'][0] - t0:7.2f}–{r['span'][1] - t0:7.2f}"
+                  f" {r['seconds']:7.2f}  {sum(p for p, _ in r['points'].values()):g}/{sum(m for _, m in r['points'].values()):g}"
+                  f"  {r['figures']}")
+        bad = overlaps(run)
+        print("  no two students graded at once on one GPU (workers' clocks)" if not bad else "  OVERLAP: " + "; ".join(bad))
+    if a.out:
+        a.out.mkdir(parents=True, exist_ok=True)
+        (a.out / "two_gpu_proof.json").write_text(json.dumps({"two": two, "one": one, "ratio": ratio}, indent=1))
     return 0
 
 
