@@ -216,6 +216,26 @@ def not_here(problem: Problem) -> str | None:
     return problem.unavailable(SIMULATOR, None if SIMULATOR else compute_capability())
 
 
+# Inside the judge's runner (the notebook executed for its feedback; the grade is the judge's, on its own
+# inputs) a notebook's checks of its several versions share one case per (problem, size): its inputs
+# and reference are made once. The learner's own lab always draws fresh ones.
+_GRADING = os.environ.get("GRADER_RUNNER") == "1"
+_feedback_cases: dict = {}
+_FEEDBACK_SEED = fresh_seed()
+
+
+def _feedback_case(problem: Problem, size):
+    key = (id(problem.make_inputs), problem.name, repr(size))
+    if key not in _feedback_cases:
+        inputs = problem.make_inputs(np.random.default_rng(_FEEDBACK_SEED), size)
+        case = (_FEEDBACK_SEED, inputs, problem.reference(**inputs))
+        cost = sum(v.nbytes for d in case[1:] for v in d.values() if isinstance(v, np.ndarray))
+        if sum(c for *_, c in _feedback_cases.values()) + cost > 2 * 2**30:
+            _feedback_cases.clear()                          # keep at most ~2 GiB of cases
+        _feedback_cases[key] = (*case, cost)
+    return _feedback_cases[key][:3]
+
+
 def check(launch: Callable, problem: Problem, sizes: list | None = None, seed: int | None = None,
           hidden: bool = False, quiet: bool = False) -> None:
     """Check ``launch`` on ``problem`` at each size; raise CheckFailed on the first wrong size.
@@ -235,12 +255,15 @@ def check(launch: Callable, problem: Problem, sizes: list | None = None, seed: i
     refuse_if_context_lost()
     verify(problem)
     for size in sizes_for(problem, sizes, hidden):
-        s = fresh_seed() if seed is None else seed
-        inputs = problem.make_inputs(np.random.default_rng(s), size)
+        if seed is None and _GRADING:        # feedback while graded: every version on one set of inputs
+            s, inputs, want = _feedback_case(problem, size)
+        else:
+            s = fresh_seed() if seed is None else seed
+            inputs, want = problem.make_inputs(np.random.default_rng(s), size), None
         try:
             obs = run_case(launch, problem, size, inputs)
             verify(problem)                      # the launch function may have patched the checks
-            failures = verdict(problem, size, inputs, obs)
+            failures = verdict(problem, size, inputs, obs, want)
         except GraderModified:
             raise
         except Exception as exc:                 # e.g. a CUDA error surfacing in a copy after the launch
