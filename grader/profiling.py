@@ -77,9 +77,15 @@ def _show(prof: Profile):
             pass
 
 
+GRADING = ("not profiled while the notebook is graded (Nsight Compute replays the kernel many times); "
+           "run this cell in your own lab for your kernel's profile")
+
+
 def _run(launch, problem, size, *, kernel, launch_count, ncu, timeout, simulator) -> Profile:
     if simulator:
         return Profile(unavailable=NO_GPU)
+    if os.environ.get("GRADER_RUNNER") == "1":         # the judge's runner: feedback, and grading time is dear
+        return Profile(unavailable=GRADING)
     ncu = ncu or find_ncu()
     if ncu is None:
         return Profile(unavailable=NO_NCU)

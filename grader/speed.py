@@ -65,13 +65,15 @@ def timed(fn, *, label: str, work: dict, peer=None, peer_inputs: dict | None = N
     if SIMULATOR:
         m.note = "no GPU"
         return m
-    if RUNNER:
+    reps = {}
+    if RUNNER:                                  # a demonstration while graded: a short look, not a study
         budget_s = min(budget_s, DEMO_BUDGET_S)
+        reps = {"warmup": 1, "min_reps": 3}
     m.device = _device_name()
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            m.times_s = timing.time_call(fn, before_each=before_each, budget_s=budget_s, timer=timer)
+            m.times_s = timing.time_call(fn, before_each=before_each, budget_s=budget_s, timer=timer, **reps)
     except NotImplementedError as exc:         # an exercise not written yet: one line, nothing timed
         m.note = explain(exc)
         return m

@@ -188,9 +188,14 @@ def sanitize(launch, problem, size=None, tool: str | None = "racecheck", *, time
     return rep
 
 
+GRADING = "not run while the notebook is graded (a sanitizer slows a kernel 10–100×); run this cell in your own lab"
+
+
 def _run(launch, problem, size, tool, timeout, simulator, dumps, extra=()) -> SanitizerReport:
     if simulator:
         return SanitizerReport(tool, unavailable=NO_GPU)
+    if os.environ.get("GRADER_RUNNER") == "1":         # the judge's runner: feedback, and grading time is dear
+        return SanitizerReport(tool, unavailable=GRADING)
     exe = find_sanitizer() if tool else None
     if tool and exe is None:
         return SanitizerReport(tool, unavailable=NO_TOOL)
