@@ -15,7 +15,7 @@ import pytest
 import grader  # noqa: F401  (simulator first)
 from grader.autograde import make_scratch_course
 from grader.errors import CheckFailed
-from grader.judge import sandbox
+from grader.judge import bounds as sandbox_bounds
 from grader.judge.verbs import PHYSICAL_SLACK, Judged, physical_floor_s
 from grader.problems import elementwise as P
 from tests.conftest import ROOT
@@ -29,13 +29,13 @@ def test_the_time_bound_comes_from_the_lessons_recorded_time(monkeypatch):
     monkeypatch.delenv("GRADER_JUDGE_WALL_S", raising=False)
     table = json.loads((ROOT / "grader" / "data" / "lesson_times.json").read_text())
     row = table["lessons"][LESSON]
-    wall, cells, why = sandbox.lesson_time_s(LESSON, simulator=False)
+    wall, cells, why = sandbox_bounds.lesson_time_s(LESSON, simulator=False)
     assert wall == cells == table["factor"] * row["gpu_s"] + table["slack_s"] < 900
     assert "the reference's" in why and "on a GPU" in why
-    wall, cells, why = sandbox.lesson_time_s("not_a_lesson.ipynb", simulator=True)
+    wall, cells, why = sandbox_bounds.lesson_time_s("not_a_lesson.ipynb", simulator=True)
     assert cells == 900 and "no time is recorded" in why
     monkeypatch.setenv("GRADER_JUDGE_NOTEBOOK_S", "20")
-    assert sandbox.lesson_time_s(LESSON, simulator=True)[:2] == (60, 20)
+    assert sandbox_bounds.lesson_time_s(LESSON, simulator=True)[:2] == (60, 20)
 
 
 def test_every_lesson_has_a_recorded_time_on_both():

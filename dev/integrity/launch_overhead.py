@@ -113,7 +113,8 @@ def in_sandbox() -> int:
     the lessons it loads are handed in read-only at /judge, as the judge hands in a plan."""
     import subprocess
 
-    from grader.judge.sandbox import (INPUTS, choose, default_bounds, host_folder, remove_host_folder,
+    from grader.judge.bounds import default_bounds
+    from grader.judge.sandbox import (INPUTS, choose, host_folder, remove_host_folder,
                                       sandbox_env, write_input)
 
     box = choose()

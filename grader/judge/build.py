@@ -67,7 +67,8 @@ def compile_plan(cells: list, sandbox, inputs: Path, timeout_s: float = 600) -> 
     from grader.cuda.toolchain import cache_root, default_arch, headers_digest, nvrtc_version
 
     from .protocol import Limits, ProtocolError, recv
-    from .sandbox import INPUTS, Bounded, default_bounds, python_executable, sandbox_env, write_input
+    from .bounds import Bounded, default_bounds
+    from .sandbox import INPUTS, python_executable, sandbox_env, write_input
 
     arch = default_arch()
     cache = cache_root() / "judge"

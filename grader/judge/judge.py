@@ -177,7 +177,8 @@ def _grade(plan, result: NotebookGrade, sandbox, gpu: bool | None, env: dict | N
     from ..backend import SIMULATOR
     from ..cuda import toolchain
     from .build import compile_plan
-    from .sandbox import default_bounds, host_folder, lesson_time_s, remove_host_folder
+    from .bounds import default_bounds, lesson_time_s
+    from .sandbox import host_folder, remove_host_folder
     from .verbs import GraderFacade, Judged
 
     gpu = (not SIMULATOR) if gpu is None else gpu

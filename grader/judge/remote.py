@@ -1,7 +1,7 @@
 """The judge's end of the runner: start it in its sandbox, ask it things, never wait forever, trust nothing.
 
 Every request has a deadline the learner's code cannot move (within the sandbox's whole time, which
-the lesson's recorded time sets: grader.judge.sandbox.lesson_time_s), and every reply is read under
+the lesson's recorded time sets: grader.judge.bounds.lesson_time_s), and every reply is read under
 the limits the request allows (grader.judge.protocol.Limits: how large a header, how many array
 bytes — the judge knows the size of every output it expects). Past a deadline, or when the runner
 hangs up, breaks a limit or answers something malformed, the whole sandbox is killed and every later
@@ -16,7 +16,8 @@ from pathlib import Path
 
 from ..errors import CheckFailed
 from .protocol import Limits, ProtocolError, decode_value, encode_value, field_of, recv, send
-from .sandbox import INPUTS, Bounded, Bounds, limit, python_executable, sandbox_env, write_input
+from .bounds import Bounded, Bounds, limit
+from .sandbox import INPUTS, python_executable, sandbox_env, write_input
 
 NOTEBOOK_LIMITS = Limits(header=48 * 2**20)       # the cells' outputs (figures as base64)
 MALFORMED = "the runner's messages were malformed"

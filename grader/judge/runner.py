@@ -134,6 +134,8 @@ def make_shell(capture: Capture):
                          "evalue": str(evalue)[: Capture.MAX_TEXT], "traceback": [str(s)[: Capture.MAX_TEXT] for s in stb[:200]]},
                         sum(len(str(s)) for s in stb[:200]))
 
+    if InteractiveShell.initialized():         # another shell in this process (a test calling the runner in-process)
+        InteractiveShell.clear_instance()
     shell = Shell.instance(display_pub_class=Publisher, displayhook_class=Hook)
     try:
         shell.enable_matplotlib("inline")
@@ -322,8 +324,6 @@ class Runner:
         return getattr(importlib.import_module(module), attr)
 
     def case(self, head: dict) -> tuple[dict, dict]:
-        import numpy as np
-
         import importlib
 
         check = importlib.import_module("grader.check")     # (grader.check is also the verb)
