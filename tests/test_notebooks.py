@@ -6,6 +6,8 @@ say why); the untouched releases earn 0 on every graded cell, each with a reason
 also: a wrong submission loses exactly its cells with a readable reason, a kernel that never returns
 costs its cells but the rest is graded, and the learner's executed notebook shows every verdict.
 """
+import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
@@ -31,10 +33,14 @@ def grade(ch: str, name: str, submission, **kw):
 
 @pytest.fixture(scope="module", params=CHAPTERS)
 def graded_chapter(request):
+    """Each lesson's reference and its untouched release (the long way), two gradings at a time: each
+    is its own sandboxed process, so on CI's 2 cores two run side by side as two students would."""
     ch = request.param
-    reference = [grade(ch, nb.name, nb)[0] for nb in lessons(ch)]
-    untouched = [grade(ch, nb.name, None, shortcut=False)[0] for nb in lessons(ch)]   # the long way
-    return ch, reference, untouched
+    jobs = [(nb, nb, True) for nb in lessons(ch)] + [(nb, None, False) for nb in lessons(ch)]
+    with ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool:
+        results = list(pool.map(lambda job: grade(ch, job[0].name, job[1], shortcut=job[2])[0], jobs))
+    n = len(lessons(ch))
+    return ch, results[:n], results[n:]
 
 
 def test_solutions_earn_every_correctness_point(graded_chapter):

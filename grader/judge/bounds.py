@@ -9,6 +9,7 @@ memory is the summed resident size of its processes polled by the host, plus the
 """
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -92,7 +93,7 @@ class Cgroup:
     """A cgroup for one sandbox: memory (tmpfs pages included) and process count, enforced by the
     kernel. :meth:`make` returns None where none can be made here (then the host polls)."""
 
-    _count = 0
+    _ids = itertools.count(1)
 
     def __init__(self, folders: dict, v2: bool):
         self.folders, self.v2 = folders, v2
@@ -101,8 +102,7 @@ class Cgroup:
     def make(cls, memory_bytes: int, pids: int) -> "Cgroup | None":
         if os.environ.get("GRADER_CGROUP", "1") == "0":
             return None
-        cls._count += 1
-        name = f"grader-{os.getpid()}-{cls._count}"
+        name = f"grader-{os.getpid()}-{next(cls._ids)}"      # next() is atomic: judges in threads
         folders = {}
         try:
             for ctl in ("memory", "pids"):
