@@ -31,6 +31,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+if "--dry-run" not in sys.argv:
+    os.environ["GRADER_TEST_GPU"] = "1"        # tests.conftest (compile_cell's helpers) would choose the simulator
 
 import grader  # noqa: E402  (GPU or simulator first)
 from grader import profiling as prof  # noqa: E402
@@ -209,7 +211,8 @@ def main():
             (out / f"ncu_{r.key}_profile.log").write_text(" ".join(p.command) + "\n" + p.log)
             if r.compare and time.time() - start < a.budget - 20:
                 res = subprocess.run(dcmd, capture_output=True, text=True, timeout=max(20, a.budget - (time.time() - start)),
-                                     cwd=str(ROOT), env={**os.environ, "GRADER_FORCE_GPU": "1", "PYTHONPATH": str(ROOT)})
+                                     cwd=str(ROOT), env={**os.environ, "GRADER_FORCE_GPU": "1",
+                                                           "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")})
                 (out / f"ncu_{r.key}_direct.log").write_text(" ".join(dcmd) + "\n" + res.stdout + res.stderr)
                 direct = prof.parse_details_csv(res.stdout)
                 report.append("  direct ncu: " + " ".join(dcmd[:-5]) + " python -m grader.profiling --run launch.pkl")

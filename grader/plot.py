@@ -90,20 +90,24 @@ def perf_vs_size(series: dict, unit: str = "GB/s", ceiling: float | None = None,
     return fig
 
 
-def ladder(rows: list, title: str = "% of the peer", target: float | None = None, ax=None):
+def ladder(rows: list, title: str = "% of the peer", target: float | None = None, ax=None,
+           clip: float | None = None):
     """rows: (label, fraction of peer). A vertical line marks the target; its legend sits below the
-    axes (or beside them, on an axes the caller made), never over a bar."""
+    axes (or beside them, on an axes the caller made), never over a bar. ``clip`` (a %): bars past it
+    are cut there and marked "›", their label still the true figure (one 1269% bar would flatten
+    every other)."""
     own = ax is None
     fig, ax = (ax.figure, ax) if ax is not None else subplots(figsize=(6.5, 1.6 + 0.45 * len(rows)))
     labels = [r[0] for r in rows]
     vals = [100 * r[1] if r[1] is not None and math.isfinite(r[1]) else 0 for r in rows]
-    ax.barh(labels, vals, color="tab:blue")
-    for y, v in enumerate(vals):
-        ax.text(v + 1, y, f"{v:.0f}%", va="center", fontsize=8)
+    shown = [min(v, clip) if clip else v for v in vals]
+    ax.barh(labels, shown, color="tab:blue")
+    for y, (v, w) in enumerate(zip(vals, shown)):
+        ax.text(w + 1, y, f"{v:.0f}%" + (" ›" if w < v else ""), va="center", fontsize=8)
     if target:
         ax.axvline(100 * target, color="tab:red", ls="--", lw=1, label=f"target {100 * target:.0f}%")
     ax.invert_yaxis()
-    ax.set_xlim(0, max(110, max(vals, default=0) + 15))
+    ax.set_xlim(0, max(110, 1.18 * max(shown, default=0) + 10))
     ax.set_xlabel("% of peer (same GPU, same run)")
     ax.set_title(title)
     if target and own:

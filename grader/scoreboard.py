@@ -127,4 +127,10 @@ def draw(data: dict, path: Path) -> None:
             if r["kind"] == "speed" and r.get("by", "judge") == "judge"]
     if rows:
         dates = sorted({e["date"] for e in data["chapters"].values()})
-        ladder(rows, title=f"Reference solutions vs their peers ({dates[0]}…{dates[-1]})").savefig(path, dpi=110)
+        when = dates[0] if len(dates) == 1 else f"{dates[0]}…{dates[-1]}"
+        fig = ladder(rows, title="", clip=350)
+        ax = fig.axes[0]
+        ax.axvline(100, color="0.6", lw=0.8, zorder=0)                 # the peer itself
+        fig.suptitle(f"The reference solutions as a % of their peers ({when})", fontsize=10)  # over the labels too
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)

@@ -12,12 +12,13 @@ python3 - <<'PY'
 import sys, subprocess, tempfile
 from pathlib import Path
 from grader.judge.sandbox import choose, sandbox_env
+from grader.judge.bounds import default_bounds
 box = choose("bwrap")
 with tempfile.TemporaryDirectory() as tmp:
     code = "import torch, numba.cuda as c; print('in the sandbox:', torch.cuda.get_device_name(), c.get_current_device().name)"
-    r = subprocess.run(box.command([sys.executable, "-c", code], Path(tmp), sandbox_env(), gpu=True), capture_output=True, text=True)
+    r = subprocess.run(box.command([sys.executable, "-c", code], Path(tmp), sandbox_env(), default_bounds(60), gpu=True), capture_output=True, text=True)
     print(r.stdout.strip(), r.stderr.strip()[-500:])
 PY
 for ch in "$@"; do
-  /usr/bin/time -f "$ch: %e s wall" python3 -m grader scoreboard "$ch" --in-notebook --out "$out" 2>&1 | tail -25
+  /usr/bin/time -f "$ch: %e s wall" python3 -m grader scoreboard "$ch" --in-notebook --out "$out" 2>&1
 done
