@@ -84,7 +84,9 @@ GRADING = ("not profiled while the notebook is graded (Nsight Compute replays th
 def _run(launch, problem, size, *, kernel, launch_count, ncu, timeout, simulator) -> Profile:
     if simulator:
         return Profile(unavailable=NO_GPU)
-    if os.environ.get("GRADER_RUNNER") == "1":         # the judge's runner: feedback, and grading time is dear
+    from .backend import in_judge
+
+    if in_judge():                                    # the judge's runner: feedback, and grading time is dear
         return Profile(unavailable=GRADING)
     ncu = ncu or find_ncu()
     if ncu is None:

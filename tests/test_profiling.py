@@ -195,3 +195,25 @@ def test_a_recorded_profile_is_found_or_named_missing(tmp_path):
     (tmp_path / "results" / "profiles").mkdir(parents=True)
     prof.Profile(kernels=prof.parse_raw_csv(RAW)).save(tmp_path / "results" / "profiles" / "x.json")
     assert prof.recorded("x", root=tmp_path).ok
+
+
+def test_inside_the_judge_nothing_is_profiled_or_sanitized(fake_ncu, monkeypatch):
+    """Every judged run skips ncu and compute-sanitizer, the scoreboard's --in-notebook runs (which set
+    GRADER_RUNNER=0 to time speed cells in the notebook) too: the runner's environment always says
+    GRADER_IN_JUDGE=1, last."""
+    from grader.cuda import sanitizer
+    from grader.judge.remote import runner_env
+    from grader.problems import elementwise as P
+
+    env = runner_env({"GRADER_RUNNER": "0", "GRADER_JUDGED": "0", "GRADER_IN_JUDGE": "0"})
+    assert env["GRADER_RUNNER"] == "0" and env["GRADER_IN_JUDGE"] == "1"
+    exe, log = fake_ncu
+    monkeypatch.setenv("GRADER_RUNNER", "0")
+    assert _profile(exe).ok                                            # the learner's own lab: profiled
+    for k, v in env.items():
+        if k.startswith("GRADER_IN") or k == "GRADER_RUNNER":
+            monkeypatch.setenv(k, v)
+    p = _profile(exe)
+    assert not p.ok and p.unavailable == prof.GRADING
+    r = sanitizer._run(lambda *a: None, P.vector_add, 1024, "racecheck", 30, False, lambda x: b"")
+    assert r.unavailable == sanitizer.GRADING

@@ -31,15 +31,21 @@ class RemoteError(CheckFailed):
     """The learner's function raised; the message is its exception."""
 
 
+def runner_env(env: dict | None = None) -> dict:
+    """The runner's own variables, then ``env`` (the scoreboard's --in-notebook sets GRADER_RUNNER=0 to
+    time speed cells in the notebook); GRADER_IN_JUDGE=1 last, whatever ``env`` says: Nsight Compute and
+    compute-sanitizer never run inside the judge (grader.backend.in_judge)."""
+    return {"GRADER_RUNNER": "1", "GRADER_PRECOMPILED": f"{INPUTS}/modules", **(env or {}), "GRADER_IN_JUDGE": "1"}
+
+
 class Remote:
     """One runner in one sandbox, for one notebook. ``inputs`` is a host folder the sandbox sees
     read-only (it holds modules/ already); the plan is written there."""
 
     def __init__(self, plan, sandbox, inputs: Path, gpu: bool, bounds: Bounds, env: dict | None = None):
         write_input(inputs, "plan.json", plan.to_json())
-        extra = {"GRADER_RUNNER": "1", "GRADER_PRECOMPILED": f"{INPUTS}/modules", **(env or {})}
         cmd = sandbox.command([python_executable(), "-P", "-s", "-m", "grader.judge.runner", f"{INPUTS}/plan.json"],
-                              inputs, sandbox_env(extra), bounds, gpu=gpu)
+                              inputs, sandbox_env(runner_env(env)), bounds, gpu=gpu)
         self.box = Bounded(cmd, bounds)
         self.dead: str | None = None
 
