@@ -163,7 +163,8 @@ class Profile:
     def __str__(self):
         if self.unavailable:
             return f"not profiled: {self.unavailable}"
-        head = f"Nsight Compute, {self.source}" + (f", {self.device}" if self.device else "")
+        named = self.device and self.device not in self.source           # a recording's note names it already
+        head = f"Nsight Compute, {self.source}" + (f", {self.device}" if named else "")
         return "\n".join([head] + [ln for k in self.kernels for ln in k.lines()])
 
     def _repr_pretty_(self, p, cycle):
