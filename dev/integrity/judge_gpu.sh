@@ -3,7 +3,9 @@
 #   1. the sandbox sees the GPU (bubblewrap carried as .carry/bwrap/bwrap: the device has none);
 #   2. the scoreboard of the given chapters through the judge, with --in-notebook: every speed cell
 #      timed by the judge and, in the same run, inside the executed notebook, recorded side by side.
-# Usage: bash dev/integrity/judge_gpu.sh OUTDIR CHAPTER...
+#      IN_NOTEBOOK=0: without it, the notebook run as a student's grading runs it (GRADER_RUNNER=1:
+#      demonstrations timed briefly, graded cells run once): judge_seconds are then what grading costs.
+# Usage: [IN_NOTEBOOK=0] bash dev/integrity/judge_gpu.sh OUTDIR CHAPTER...
 set -u
 out=$1; shift
 source .carry/dev_env.sh || exit 1
@@ -19,6 +21,8 @@ with tempfile.TemporaryDirectory() as tmp:
     r = subprocess.run(box.command([sys.executable, "-c", code], Path(tmp), sandbox_env(), default_bounds(60), gpu=True), capture_output=True, text=True)
     print(r.stdout.strip(), r.stderr.strip()[-500:])
 PY
+mode=--in-notebook
+[ "${IN_NOTEBOOK:-1}" = 0 ] && mode=
 for ch in "$@"; do
-  /usr/bin/time -f "$ch: %e s wall" python3 -m grader scoreboard "$ch" --in-notebook --out "$out" 2>&1
+  /usr/bin/time -f "$ch: %e s wall" python3 -m grader scoreboard "$ch" $mode --out "$out" 2>&1
 done
