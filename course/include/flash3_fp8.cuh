@@ -1,17 +1,17 @@
 // generated from grader/include/flash3_fp8.cuh by `python -m grader release`: read it here, edit it there
-// flash3_fp8.cuh -- what lesson 05.05's FP8 part (FP8 attention) adds to wgmma.cuh and flash3.cuh.
+// flash3_fp8.cuh -- what lesson 05.08 (FP8 attention) adds to wgmma.cuh and flash3.cuh.
 //
 // Thin wrappers, one PTX instruction each, as in the other headers:
 //   * pack_e4m3x2: two floats rounded (to nearest even, saturating at +-448) to e4m3, packed in 16 bits,
 //     lo in the low byte (the order memory holds them in);
 //   * wgmma m64n128k32 fp32 += e4m3 (A from REGISTERS) * e4m3 (B in shared memory, K-major): the RS form
-//     of 05.04's FP8 wgmma. A thread's four A registers hold 16 e4m3 of the 64 x 32 A tile -- in warp w,
+//     of 05.06's FP8 wgmma. A thread's four A registers hold 16 e4m3 of the 64 x 32 A tile -- in warp w,
 //     lane l (g = l / 4, q = l % 4):
 //         a[0]: row 16w + g,     k = 4q .. 4q + 3        a[2]: row 16w + g,     k = 16 + 4q .. 16 + 4q + 3
 //         a[1]: row 16w + g + 8, k = 4q .. 4q + 3        a[3]: row 16w + g + 8, k = 16 + 4q .. 16 + 4q + 3
 //     (byte j of each register: k + j). NOT the places the fp32 accumulator of S = Q K^T gives the thread
 //     (wgmma.cuh: columns 8c + 2q, 8c + 2q + 1) -- unless B's K index runs over the keys in a matching
-//     order, the one lesson 05.05's Vt is stored in (grader/problems/flash3_fp8.py, KEY_ORDER): in every
+//     order, the one lesson 05.08's Vt is stored in (grader/problems/flash3_fp8.py, KEY_ORDER): in every
 //     group of 16 keys, column 4q + j (q, j = 0 … 3) holds key 8 (j / 2) + 2q + j % 2 -- the keys the
 //     accumulator gives lane q, in the order of its A-fragment bytes. Then P packs in place and no byte
 //     moves between lanes. FP8 wgmma has no transpose flag: B is (N, K) with K contiguous.

@@ -1,5 +1,5 @@
 // generated from grader/include/tcgen05.cuh by `python -m grader release`: read it here, edit it there
-// tcgen05.cuh -- Blackwell's fifth-generation tensor cores (tcgen05) and tensor memory, lesson 05.06.
+// tcgen05.cuh -- Blackwell's fifth-generation tensor cores (tcgen05) and tensor memory, lesson 05.09.
 //
 // Like course.cuh and tma.cuh: each helper wraps one PTX instruction, so the SASS is the
 // instruction you asked for (the opcodes each becomes are in grader/cuda/sass.py).  tcgen05

@@ -5,7 +5,7 @@
 // (or a few bit operations), so the SASS is the instruction you asked for.  wgmma needs the
 // architecture-specific Hopper target, sm_90a (compute capability 9.0 exactly): the wrappers
 // are only defined when compiling for it (or in a host pass).  Blackwell has no wgmma
-// (tcgen05, lesson 06).
+// (tcgen05, lesson 05.09).
 //
 // What lives here:
 //   * the 64-bit shared-memory matrix descriptor a wgmma reads its A and B tiles through
@@ -13,7 +13,7 @@
 //   * wgmma_fence / wgmma_commit / wgmma_wait<N> and wgmma_fence_operand;
 //   * wgmma.mma_async m64nNk16, fp32 += bf16 * bf16, both operands from shared memory, for
 //     N = 64, 128, 256 (imm-trans-a / imm-trans-b as template arguments);
-//   * wgmma m64nNk32 fp32 += e4m3 * e4m3 (N = 128, 192, 256; both operands K-major), lesson 05.04;
+//   * wgmma m64nNk32 fp32 += e4m3 * e4m3 (N = 128, 192, 256; both operands K-major), lesson 05.06;
 //   * where element i of a thread's accumulator sits in the 64 x N tile (wgmma_acc_row/col).
 #pragma once
 #include "course.cuh"
@@ -202,7 +202,7 @@ __device__ __forceinline__ void wgmma_bf16(float (&d)[R], unsigned long long des
 }
 
 
-// ---- FP8 (lesson 05.04) ------------------------------------------------------------------------
+// ---- FP8 (lesson 05.06) ------------------------------------------------------------------------
 // fp32 += e4m3 * e4m3, 64 x 128 x 32, both operands K-major in shared memory (FP8 wgmma has no
 // transpose flags: A is (M, K) and B is (N, K), each row 32 contiguous k values per instruction).
 __device__ __forceinline__ void wgmma_m64n128k32_e4m3(float (&d)[64], unsigned long long desc_a,

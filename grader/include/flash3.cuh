@@ -1,4 +1,4 @@
-// flash3.cuh -- what lesson 05.05 (FlashAttention-3 ideas) adds to tma.cuh, wgmma.cuh and pipeline.cuh.
+// flash3.cuh -- what lessons 05.07-05.08 (FlashAttention-3 ideas) add to tma.cuh, wgmma.cuh and pipeline.cuh.
 //
 // Like the other headers: each helper is a thin, named wrapper around one PTX instruction.
 //   * tma_load_3d: a bulk tensor copy of a 3-D box (the tensor map of a (heads, rows, d) tensor):
@@ -16,7 +16,7 @@
 
 namespace course {
 
-// A persistent CTA's work unit u (u = blockIdx.x, + gridDim.x, ...) in 05.05's kernels (bf16 and FP8):
+// A persistent CTA's work unit u (u = blockIdx.x, + gridDim.x, ...) in 05.07's and 05.08's kernels (bf16 and FP8):
 // BM query rows of one (batch, head). Heads are taken `group` at a time (the host picks a group whose
 // K and V fit in L2), and inside a group the units go query block by query block, `group` heads each --
 // causal: the last (longest) block first. A CTA's units then sample every block length evenly, and the

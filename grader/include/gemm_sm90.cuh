@@ -1,6 +1,6 @@
-// gemm_sm90.cuh -- 05.03's warp-specialized bf16 GEMM in named pieces, for the kernels of 05.04 on.
+// gemm_sm90.cuh -- 05.03's warp-specialized bf16 GEMM in named pieces, for the kernels of 05.05 on.
 //
-// Lesson 05.03 writes these steps inline in its kernel (they are its exercise); from 05.04 on a
+// Lesson 05.03 writes these steps inline in its kernel (they are its exercise); from 05.05 on a
 // kernel calls them and spends its lines on what is new -- the schedule of the work, the epilogue.
 // Clusters are not used here (CLUSTER = 1): a Stream-K CTA's k range is its own.
 //

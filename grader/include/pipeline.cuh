@@ -81,7 +81,7 @@ __device__ __forceinline__ void named_barrier_sync(unsigned id, unsigned threads
   asm volatile("bar.sync %0, %1;\n" :: "r"(id), "r"(threads) : "memory");
 }
 // Arrive on named barrier `id` without waiting: with `threads` = two warpgroups, one arrives and the
-// other syncs, and the syncing one goes on only after the arrival (05.04's consumers taking turns).
+// other syncs, and the syncing one goes on only after the arrival (05.06's consumers taking turns).
 __device__ __forceinline__ void named_barrier_arrive(unsigned id, unsigned threads) {
   asm volatile("bar.arrive %0, %1;\n" :: "r"(id), "r"(threads) : "memory");
 }

@@ -15,8 +15,9 @@ so a lesson's launch cell is one line: ``launch = P.fa2_launch(fa["fa2<V3<128>>"
 
 The launch functions take torch tensors (the problems say ``arrays="torch"``) and never wait for
 the GPU: the split is chosen from the cache's capacity, not from the sequence lengths (reading
-them would stall the host). Split-KV scratch (partial outputs, log-sum-exps) comes from torch's
-caching allocator; the fused merge's arrival counters are kept per size (the kernel resets them).
+them would stall the host). Decode's split-KV scratch (partial outputs, log-sum-exps) is allocated
+once per shape (``_partials``; MLA's still comes from torch's caching allocator on every launch); the
+fused merge's arrival counters are kept per size (the kernel resets them).
 """
 from __future__ import annotations
 

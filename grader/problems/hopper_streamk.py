@@ -6,7 +6,7 @@ fused epilogue, on 05.03's warp-specialized Hopper GEMM (grader/include/gemm_sm9
   tiles left over are split along K over every CTA.
 * :data:`streamk_gemm` — 05.03's bf16 GEMM (``hopper.ws_gemm``: same reference and tolerance, cuBLAS
   as the peer) timed at :data:`WAVE_SHAPE`, a shape whose 128 × 256 tiles fill 132 SMs once and
-  then 12 more: a data-parallel kernel runs two waves for 1.09 waves of work. Its sizes add shapes
+  then 4 more: a data-parallel kernel runs two waves for 1.03 waves of work. Its sizes add shapes
   whose split tiles are shared by dozens of CTAs. The launch allocates a workspace (one fp32 tile
   and one flag per CTA), bounded by ``max_scratch_bytes``: a split-K that keeps an fp32 copy of C
   per split fails it.
