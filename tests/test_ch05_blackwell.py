@@ -124,6 +124,10 @@ def test_instruction_descriptor_shapes_and_fields():
     assert "not legal" in umma.check_instr(umma.encode_instr(umma.InstrDesc("f16", 256, 256)), "f16", 1)[0]
     assert "not legal" in umma.check_instr(umma.encode_instr(umma.InstrDesc("f16", 256, 248)), "f16", 2)[0]
     assert umma.check_instr(umma.encode_instr(umma.InstrDesc("f16", 256, 256)), "f16", 2) == []
+    # one CTA: N by 8 for M = 64, by 16 for M = 128 (CUTLASS's SM100 atoms assert the same)
+    assert umma.check_instr(umma.encode_instr(umma.InstrDesc("f16", 64, 136)), "f16", 1) == []
+    assert "and M = 128 (16 … 256 in steps of 16)" in umma.check_instr(
+        umma.encode_instr(umma.InstrDesc("f16", 128, 136)), "f16", 1)[0]
     assert "K-major operands only" in " ".join(umma.check_instr(
         umma.encode_instr(umma.InstrDesc("mxf4nvf4", 128, 128, "e2m1", "e2m1", a_major="MN")), "mxf4nvf4", 1))
     idesc8, desc = P.scaled_descriptors(False)

@@ -303,14 +303,17 @@ def decode_instr(x: int, kind: str) -> InstrDesc:
     return InstrDesc(**base, d=dn.get(g(4, 2), "invalid"), reserved=x & ~used & 0xFFFFFFFF)
 
 
-def legal_shapes(kind: str, cta_group: int) -> tuple[set, set]:
-    """(legal M, legal N) of a dense tcgen05.mma without .ws (PTX ISA's shape table; CUTLASS's
-    SM100 MMA atoms agree): one CTA M 64 or 128, N 8…256 by 8 (i8: 8, or 16…256 by 16);
-    a CTA pair M 128 or 256, N 16…256 by 16 (i8: by 32). Block-scaled: M 128 alone, M 128 or 256
-    for a pair (mxf8f6f4 pair: 256)."""
+def legal_shapes(kind: str, cta_group: int, M: int | None = None) -> tuple[set, set]:
+    """(legal M, legal N for that M) of a dense tcgen05.mma without .ws (PTX ISA's shape table;
+    CUTLASS's SM100 MMA atoms assert the same): one CTA M 64 with N 8…256 by 8 (i8: 8, or 16…256
+    by 16), M 128 with N 16…256 by 16; a CTA pair M 128 or 256, N 16…256 by 16 (i8: by 32).
+    Block-scaled: M 128 alone, M 128 or 256 for a pair (mxf8f6f4 pair: 256)."""
     if cta_group == 1:
         m = {128} if kind in BLOCK_SCALED else {64, 128}
-        n = {8} | set(range(16, 257, 16)) if kind == "i8" else set(range(8, 257, 8))
+        if M == 128:
+            n = set(range(16, 257, 16))
+        else:
+            n = {8} | set(range(16, 257, 16)) if kind == "i8" else set(range(8, 257, 8))
     else:
         m = {256} if kind == "mxf8f6f4" else {128, 256}
         n = set(range(32, 257, 32)) if kind == "i8" else set(range(16, 257, 16))
@@ -324,12 +327,13 @@ def check_instr(value: int, kind: str, cta_group: int = 1, *, a: str | None = No
     (empty: none found); the keyword arguments are what the kernel's tiles need."""
     i = decode_instr(int(value), kind)
     out = []
-    ms, ns = legal_shapes(kind, cta_group)
+    ms, ns = legal_shapes(kind, cta_group, i.M)
     if i.M not in ms:
         out.append(f"M = {i.M} is not legal for kind::{kind} with cta_group::{cta_group} (legal: {sorted(ms)})")
     if i.N not in ns:
-        out.append(f"N = {i.N} is not legal for kind::{kind} with cta_group::{cta_group} "
-                   f"({min(ns)} … {max(ns)} in steps of {sorted(ns)[1] - sorted(ns)[0]})")
+        step = sorted(ns)[-1] - sorted(ns)[-2]
+        out.append(f"N = {i.N} is not legal for kind::{kind} with cta_group::{cta_group}" + (f" and M = {i.M}" if cta_group == 1 else "")
+                   + f" ({min(ns)} … {max(ns)} in steps of {step})")
     for name, want in (("a", a), ("b", b), ("a_major", a_major), ("b_major", b_major), ("M", M), ("N", N)):
         if want is not None and getattr(i, name) != want:
             out.append(f"{name} is {getattr(i, name)}; the kernel's tiles need {want}")
