@@ -93,7 +93,7 @@ transpose = Problem(
     bench_size=(8192, 8192),            # 256 MiB each way, 5× the L2 of an H100
     peer=peers.copy(),
     target=0.50,
-    floor=0.35,                         # the naive transpose reached 41% of copy on an H200
+    floor=0.35,                         # the unpadded 32 × 32 tile reached 35% of copy on an H200 (naive: 13%)
 )
 
 
