@@ -40,13 +40,6 @@ def _choose() -> bool:
 SIMULATOR: bool = _choose()
 
 
-def in_judge() -> bool:
-    """Inside the judge's sandboxed runner: ``GRADER_IN_JUDGE=1``, which grader.judge.remote sets on
-    every run (the scoreboard's --in-notebook runs set ``GRADER_RUNNER=0`` but are judged all the same).
-    Nsight Compute and compute-sanitizer do not run there: a notebook's grading time is dear."""
-    return os.environ.get("GRADER_IN_JUDGE") == "1" or os.environ.get("GRADER_RUNNER") == "1"
-
-
 def _quiet_numba() -> None:
     """Numba's low-occupancy advice goes to stderr, and nbgrader scores 0 any graded cell that
     writes to stderr: a correct tiny launch (one block for a 1-element test) must not lose its

@@ -84,7 +84,7 @@ GRADING = ("not profiled while the notebook is graded (Nsight Compute replays th
 def _run(launch, problem, size, *, kernel, launch_count, ncu, timeout, simulator) -> Profile:
     if simulator:
         return Profile(unavailable=NO_GPU)
-    from .backend import in_judge
+    from .judged import in_judge
 
     if in_judge():                                    # the judge's runner: feedback, and grading time is dear
         return Profile(unavailable=GRADING)

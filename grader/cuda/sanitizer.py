@@ -194,7 +194,7 @@ GRADING = "not run while the notebook is graded (a sanitizer slows a kernel 10â€
 def _run(launch, problem, size, tool, timeout, simulator, dumps, extra=()) -> SanitizerReport:
     if simulator:
         return SanitizerReport(tool, unavailable=NO_GPU)
-    from ..backend import in_judge
+    from ..judged import in_judge
 
     if in_judge():                                    # the judge's runner: feedback, and grading time is dear
         return SanitizerReport(tool, unavailable=GRADING)

@@ -34,7 +34,7 @@ class RemoteError(CheckFailed):
 def runner_env(env: dict | None = None) -> dict:
     """The runner's own variables, then ``env`` (the scoreboard's --in-notebook sets GRADER_RUNNER=0 to
     time speed cells in the notebook); GRADER_IN_JUDGE=1 last, whatever ``env`` says: Nsight Compute and
-    compute-sanitizer never run inside the judge (grader.backend.in_judge)."""
+    compute-sanitizer never run inside the judge (grader.judged.in_judge)."""
     return {"GRADER_RUNNER": "1", "GRADER_PRECOMPILED": f"{INPUTS}/modules", **(env or {}), "GRADER_IN_JUDGE": "1"}
 
 
