@@ -30,9 +30,11 @@ from typing import Callable
 import numpy as np
 
 from . import arrays, launches, memory
+from .cases import Cases
 from .compare import compare, describe_size, guard_violation
 from .cuda.toolchain import compute_capability
 from .errors import CheckFailed, KernelTimeout, LibraryCall
+from .judged import RUNNER
 from .backend import SIMULATOR
 from .problem import Problem
 
@@ -219,21 +221,8 @@ def not_here(problem: Problem) -> str | None:
 # Inside the judge's runner (the notebook executed for its feedback; the grade is the judge's, on its own
 # inputs) a notebook's checks of its several versions share one case per (problem, size): its inputs
 # and reference are made once. The learner's own lab always draws fresh ones.
-_GRADING = os.environ.get("GRADER_RUNNER") == "1"
-_feedback_cases: dict = {}
 _FEEDBACK_SEED = fresh_seed()
-
-
-def _feedback_case(problem: Problem, size):
-    key = (id(problem.make_inputs), problem.name, repr(size))
-    if key not in _feedback_cases:
-        inputs = problem.make_inputs(np.random.default_rng(_FEEDBACK_SEED), size)
-        case = (_FEEDBACK_SEED, inputs, problem.reference(**inputs))
-        cost = sum(v.nbytes for d in case[1:] for v in d.values() if isinstance(v, np.ndarray))
-        if sum(c for *_, c in _feedback_cases.values()) + cost > 2 * 2**30:
-            _feedback_cases.clear()                          # keep at most ~2 GiB of cases
-        _feedback_cases[key] = (*case, cost)
-    return _feedback_cases[key][:3]
+_feedback_cases = Cases(2 * 2**30)                   # at most ~2 GiB of cases
 
 
 def check(launch: Callable, problem: Problem, sizes: list | None = None, seed: int | None = None,
@@ -255,8 +244,9 @@ def check(launch: Callable, problem: Problem, sizes: list | None = None, seed: i
     refuse_if_context_lost()
     verify(problem)
     for size in sizes_for(problem, sizes, hidden):
-        if seed is None and _GRADING:        # feedback while graded: every version on one set of inputs
-            s, inputs, want = _feedback_case(problem, size)
+        if seed is None and RUNNER:        # feedback while graded: every version on one set of inputs
+            s = _FEEDBACK_SEED
+            inputs, want = _feedback_cases.get(problem, size, s)
         else:
             s = fresh_seed() if seed is None else seed
             inputs, want = problem.make_inputs(np.random.default_rng(s), size), None

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 
+RUNNER = os.environ.get("GRADER_RUNNER") == "1"     # the judge's runner executing a notebook for its feedback
+                                                    # (the scoreboard's --in-notebook runs say 0: the learner's lab)
+
 
 def in_judge() -> bool:
     """Inside the judge's sandboxed runner: ``GRADER_IN_JUDGE=1``, which grader.judge.remote sets on

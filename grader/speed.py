@@ -29,13 +29,13 @@ from .check import explain, fresh_seed, not_here, refuse_if_context_lost
 from .check import check as check_correct
 from .compare import compare
 from .errors import CheckFailed, GraderModified
+from .judged import RUNNER                              # the judge's sandboxed runner: demonstrations timed briefly
 from .backend import SIMULATOR
 from .problem import Problem
 from .record import record
 from .score import speed_points
 
 _NAMED_PEERS = {"copy": peers.copy, "read": peers.read_stream}
-RUNNER = os.environ.get("GRADER_RUNNER") == "1"        # the judge's sandboxed runner: demonstrations timed briefly
 JUDGED = os.environ.get("GRADER_JUDGED") == "1"        # the graded run: the judge times speed cells
 DEMO_BUDGET_S = float(os.environ.get("GRADER_DEMO_BUDGET_S", "0.3"))   # a demonstration's timing, in the runner
 _demo_case: dict = {}          # the last demonstration's TimedCase, (problem, size) -> case: versions share it

@@ -202,6 +202,7 @@ class _stopped_after:
 class Runner:
     def __init__(self, plan: dict):
         import grader
+        from grader.cases import Cases
 
         self.plan = plan
         self.capture = Capture()
@@ -212,8 +213,7 @@ class Runner:
         self.skipped: list[str] = []                 # given cells run only for their definitions (time spent)
         self.seconds: dict[str, float] = {}          # cell id -> seconds it ran (the judge records the slowest)
         self.timed = None            # (launch, case) of the last "time" request
-        self._inputs: dict = {}      # (problem, size, seed) -> inputs, oldest first (Runner.inputs)
-        self._kept = 0
+        self._cases = Cases(INPUTS_KEPT)     # the inputs of the cases the judge asked for (Runner.inputs)
 
     # -- running the notebook -------------------------------------------------------
     def run_cells(self) -> None:
@@ -356,20 +356,7 @@ class Runner:
     def inputs(self, problem, size, seed: int) -> dict:
         """The problem's inputs for (size, seed), made once: the judge asks for the same case more
         than once (the speed cell checks the visible sizes again). At most INPUTS_KEPT bytes kept."""
-        import numpy as np
-
-        key = (problem.name, repr(size), seed)
-        if key in self._inputs:
-            return self._inputs[key]
-        inputs = problem.make_inputs(np.random.default_rng(seed), size)
-        cost = sum(v.nbytes for v in inputs.values() if isinstance(v, np.ndarray))
-        while self._inputs and self._kept + cost > INPUTS_KEPT:
-            old = self._inputs.pop(next(iter(self._inputs)))
-            self._kept -= sum(v.nbytes for v in old.values() if isinstance(v, np.ndarray))
-        if cost <= INPUTS_KEPT:
-            self._inputs[key] = inputs
-            self._kept += cost
-        return inputs
+        return self._cases.get(problem, size, seed, reference=False)[0]
 
     def _outputs(self) -> dict:
         _, case = self.timed

@@ -28,11 +28,11 @@ import os
 import secrets
 import time
 import types
-from collections import OrderedDict
 
 import numpy as np
 
 from .. import arrays, peers
+from ..cases import Cases
 from ..check import Observation, failure_message, verdict
 from ..compare import compare, describe_size
 from ..errors import CheckFailed
@@ -69,35 +69,6 @@ class RunSeeds:
     def seed(self, problem: str, size, kind: str, index: int) -> int:
         msg = f"{problem}|{size!r}|{kind}|{index}".encode()
         return int.from_bytes(hmac.new(self.secret, msg, hashlib.sha256).digest()[:4], "little") & 0x7FFFFFFF
-
-
-class Cases:
-    """The judge's inputs and float64 references by (problem, size, seed), made once and kept while
-    they fit in ``budget`` bytes (least recently used first out): the same hidden case of every
-    student of a run costs one reference."""
-
-    def __init__(self, budget: int = 4 * 2**30):
-        self.budget, self.used, self._rows = budget, 0, OrderedDict()
-
-    @staticmethod
-    def _bytes(d: dict) -> int:
-        return sum(v.nbytes for v in d.values() if isinstance(v, np.ndarray))
-
-    def get(self, problem: Problem, size, seed: int) -> tuple[dict, dict]:
-        key = (problem.name, repr(size), seed, id(problem.make_inputs))
-        if key in self._rows:
-            self._rows.move_to_end(key)
-            return self._rows[key]
-        inputs = problem.make_inputs(np.random.default_rng(seed), size)
-        want = {k: np.asarray(v) for k, v in problem.reference(**inputs).items()}
-        cost = self._bytes(inputs) + self._bytes(want)
-        if cost <= self.budget:
-            self._rows[key] = (inputs, want)
-            self.used += cost
-            while self.used > self.budget:
-                _, (i, w) = self._rows.popitem(last=False)
-                self.used -= self._bytes(i) + self._bytes(w)
-        return inputs, want
 
 
 SEEDS = RunSeeds()
