@@ -584,6 +584,25 @@ def test_typed_arguments_are_accepted_by_cuda_core(demo):
     assert ParamHolder(typed).ptr != 0
 
 
+def test_untyped_arguments_keep_their_types_when_a_position_changes_type():
+    """A template kernel (no parameter list): converters are kept per position and type, and a
+    position that receives another type the next call is converted as that type."""
+    mod = cc.compile_cuda(TEMPLATED, name="tmpl_pos", kernels=["scale<2>"])
+    k = mod["scale<2>"]
+    k._arg_sizes = [8, 4, 8]
+    first = k.prepare_args([_FakeDeviceArray(0x1000), 2.0, 10])
+    assert [type(a) for a in first] == [np.uint64, np.float32, np.int64] and int(first[0]) == 0x1000
+    again = k.prepare_args([None, np.float32(1.5), True])
+    assert [type(a) for a in again] == [np.uint64, np.float32, np.bool_] and int(again[0]) == 0
+    third = k.prepare_args([0x2000, 3, 7])            # an int taken as an address (8 bytes), then sized ints
+    assert [type(a) for a in third] == [np.int64, np.int32, np.int64] and int(third[0]) == 0x2000
+    Tensor = type("Tensor", (), {"__module__": "torch", "is_cuda": False, "data_ptr": lambda self: 0x10})
+    with pytest.raises(cc.LaunchError, match="on the CPU"):      # a CPU tensor (torch's type name, faked)
+        k.prepare_args([Tensor(), 1.0, 1])
+    Tensor.is_cuda = True
+    assert int(k.prepare_args([Tensor(), 1.0, 1])[0]) == 0x10
+
+
 def test_a_macro_parameter_list_is_left_to_the_driver():
     # a kernel declared as k(ARGS) must not look like a one-argument kernel (it failed to launch)
     from grader.cuda.signature import kernel_signatures as parse_kernel_signatures

@@ -121,14 +121,38 @@ def in_sandbox() -> int:
     inputs = host_folder("launch-overhead-")
     try:
         write_input(inputs, "dev/integrity/launch_overhead.py", Path(__file__).read_bytes())
-        for notebook in LESSONS:
-            write_input(inputs, str((CH / notebook).relative_to(ROOT)), (CH / notebook).read_bytes())
+        for notebook in [*(CH / n for n in LESSONS), ROOT / "solutions" / "02_reduce" / "04_norms.ipynb"]:
+            write_input(inputs, str(notebook.relative_to(ROOT)), notebook.read_bytes())
         argv = [sys.executable, f"{INPUTS}/dev/integrity/launch_overhead.py"]
         cmd = box.command(argv, inputs, sandbox_env(), default_bounds(600, "this script's limit"), gpu=True)
         print(f"in the sandbox ({box.name}):", flush=True)
         return subprocess.run(cmd).returncode
     finally:
         remove_host_folder(inputs)
+
+
+def rmsnorm(profile: bool) -> None:
+    """02.04's RMSNorm (a Numba kernel): the launch function, then its parts (the uint64 views, the
+    dispatch of a Numba kernel on arrays it has seen)."""
+    from grader.problems import reduce as R
+
+    nb = ROOT / "solutions" / "02_reduce" / "04_norms.ipynb"
+    ns = run_cells(nb, ["setup", "given", "v2_rmsnorm", "v3_registers"])
+    launch = ns["launch_rmsnorm_registers"]
+    measure(launch, R.rmsnorm_bf16, profile)
+    x, w, y = TimedCase(R.rmsnorm_bf16, R.rmsnorm_bf16.bench_size, 1).args
+    x4, w4, y4 = x.view(np.uint64), w.view(np.uint64), y.view(np.uint64)
+    kernel = ns["rmsnorm_registers"][x.shape[0], ns["THREADS3"]]
+    steps = {"three .view(uint64)": lambda: (x.view(np.uint64), w.view(np.uint64), y.view(np.uint64)),
+             "numba dispatch (views made)": lambda: kernel(x4, w4, y4),
+             "launch function (all)": lambda: launch(x, w, y)}
+    for name, step in steps.items():
+        wait_for_gpu()
+        t0 = time.perf_counter()
+        for _ in range(200):
+            step()
+        print(f"    {name:28s} {(time.perf_counter() - t0) / 200 * 1e6:6.1f} us")
+        wait_for_gpu()
 
 
 def main() -> None:
@@ -138,6 +162,7 @@ def main() -> None:
     import torch
 
     print(torch.cuda.get_device_name(), time.strftime("%Y-%m-%d"))
+    rmsnorm(profile)
     for notebook, (_, _, pairs) in LESSONS.items():
         ns = launches(notebook)
         for name, problem in pairs:

@@ -247,6 +247,11 @@ def _grade(plan, result: NotebookGrade, sandbox, gpu: bool | None, env: dict | N
                 top = sorted(((float(v), str(k)[:60]) for k, v in spent.items() if isinstance(v, (int, float))),
                              reverse=True)[:3]
                 result.timings.update({f"cell.{k}": v for v, k in top})
+            phases = (result.outputs or {}).get("phases")
+            if isinstance(phases, dict):                 # the runner's start: interpreter and imports, setup, cells
+                result.timings.update({f"start.{k}": float(phases[k]) for k in ("imports", "setup", "cells")
+                                       if isinstance(phases.get(k), (int, float)) and not isinstance(phases.get(k), bool)
+                                       and 0 <= phases[k] < 1e6})
             result.runner_gone = remote.dead or ""
             result.log = remote.close()
             result.timings["outputs"] = time.monotonic() - mark
