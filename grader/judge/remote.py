@@ -17,7 +17,7 @@ from pathlib import Path
 from ..errors import CheckFailed
 from .protocol import Limits, ProtocolError, decode_value, encode_value, field_of, recv, send
 from .bounds import Bounded, Bounds, limit
-from .sandbox import INPUTS, python_executable, sandbox_env, write_input
+from .sandbox import INPUTS, font_list, python_executable, sandbox_env, write_input
 
 NOTEBOOK_LIMITS = Limits(header=48 * 2**20)       # the cells' outputs (figures as base64)
 MALFORMED = "the runner's messages were malformed"
@@ -44,6 +44,8 @@ class Remote:
 
     def __init__(self, plan, sandbox, inputs: Path, gpu: bool, bounds: Bounds, env: dict | None = None):
         write_input(inputs, "plan.json", plan.to_json())
+        for name, data in font_list().items():
+            write_input(inputs, f"mpl/{name}", data)
         cmd = sandbox.command([python_executable(), "-P", "-s", "-m", "grader.judge.runner", f"{INPUTS}/plan.json"],
                               inputs, sandbox_env(runner_env(env)), bounds, gpu=gpu)
         self.box = Bounded(cmd, bounds)
