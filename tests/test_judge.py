@@ -142,3 +142,47 @@ def test_a_failing_harness_fails_the_cell(fast_peer):
     judged = Judged(FakeRemote(claimed_s=1e-9, kernel_s=1e-3, burst_error=True), simulator=False, cc=(9, 0))
     with pytest.raises(CheckFailed, match="could not burst"):
         judged.speed(RemoteFunction(judged.remote, "launch_vector_add"), fast_peer, points=1)
+
+
+def test_the_font_list_handed_to_runners_leaves_out_fonts_the_sandbox_cannot_see(tmp_path, monkeypatch):
+    """The host's matplotlib font list goes in with the plan (a runner would otherwise scan the
+    system's fonts in every sandbox); a font outside the folders the sandbox binds is dropped, and the
+    runner copies the list into its own MPLCONFIGDIR."""
+    import matplotlib
+
+    from grader.judge import runner, sandbox
+
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    listed = {"_version": 1, "ttflist": [{"fname": "fonts/ttf/DejaVuSans.ttf"}, {"fname": "/usr/share/fonts/a.ttf"},
+                                         {"fname": "/home/someone/.fonts/mine.ttf"}, {"fname": 7}],
+              "afmlist": [{"fname": "/srv/private/b.afm"}]}
+    (cache / "fontlist-v1.json").write_text(json.dumps(listed))
+    monkeypatch.setattr(matplotlib, "get_cachedir", lambda: str(cache))
+    monkeypatch.setattr(sandbox, "_system_roots", lambda: ["/usr", "/etc"])
+    monkeypatch.setattr(sandbox, "_python_roots", lambda: ["/opt/python"])
+    handed = sandbox.font_list.__wrapped__()
+    kept = json.loads(handed["fontlist-v1.json"])
+    assert [f["fname"] for f in kept["ttflist"]] == ["fonts/ttf/DejaVuSans.ttf", "/usr/share/fonts/a.ttf"]
+    assert kept["afmlist"] == []
+
+    inputs, mpl = tmp_path / "judge", tmp_path / "sandbox" / ".mpl"
+    sandbox.write_input(inputs, "mpl/fontlist-v1.json", handed["fontlist-v1.json"])
+    sandbox.write_input(inputs, "mpl/notes.txt", "not a font list")
+    monkeypatch.setenv("MPLCONFIGDIR", str(mpl))
+    runner._font_list(str(inputs))
+    assert sorted(p.name for p in mpl.iterdir()) == ["fontlist-v1.json"]
+    assert json.loads((mpl / "fontlist-v1.json").read_text()) == kept
+
+
+def test_a_grading_records_where_the_runner_started(tmp_path):
+    """judge_seconds split the runner's start: the interpreter and imports before main, the grader
+    and the shell, the notebook's cells (each a number of seconds the runner reported, bounded)."""
+    from grader.judge.judge import grade
+    from grader.judge.sandbox import choose
+
+    src = ROOT / "solutions" / "01_elementwise" / "01_threads_and_blocks.ipynb"
+    result = grade(src, ROOT / "course" / "01_elementwise" / "01_threads_and_blocks.ipynb", src, choose())
+    phases = {k: result.timings[k] for k in ("start.imports", "start.setup", "start.cells")}
+    assert all(0 <= v < result.timings["start"] + 1 for v in phases.values()), phases
+    assert phases["start.cells"] > 0

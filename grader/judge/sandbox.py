@@ -283,12 +283,25 @@ def font_list() -> dict:
     """Matplotlib's font list as the host built it ({file name: bytes}; {} without matplotlib).
     Each runner starts with an empty MPLCONFIGDIR and would scan the system's fonts again (seconds
     a notebook, in every sandbox): the host hands its list in with the plan (grader.judge.remote),
-    and the runner copies it there before matplotlib is imported. A listed font missing inside
-    only makes matplotlib rebuild the list, as it did before."""
+    and the runner copies it there before matplotlib is imported. Fonts in folders the sandbox does
+    not bind (a user's own fonts) are left out of it: matplotlib would rebuild the list, and say so
+    in a cell's output, on finding one missing."""
+    import json
+
     try:
         import matplotlib
         from matplotlib import font_manager  # noqa: F401  (reads or builds the list in this process's cache)
-        return {p.name: p.read_bytes() for p in Path(matplotlib.get_cachedir()).glob("fontlist-v*.json")
-                if p.is_file() and not p.is_symlink() and p.stat().st_size < 8 * 2**20}
+
+        inside = tuple(r.rstrip("/") + "/" for r in [*_system_roots(), *_python_roots()])
+        out = {}
+        for path in Path(matplotlib.get_cachedir()).glob("fontlist-v*.json"):
+            if not path.is_file() or path.is_symlink() or path.stat().st_size > 8 * 2**20:
+                continue
+            data = json.loads(path.read_text())
+            for key in ("ttflist", "afmlist"):
+                data[key] = [f for f in data.get(key, []) if isinstance(f, dict) and isinstance(f.get("fname"), str)
+                             and (not os.path.isabs(f["fname"]) or f["fname"].startswith(inside))]
+            out[path.name] = json.dumps(data).encode()
+        return out
     except Exception:
         return {}
