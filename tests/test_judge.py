@@ -150,7 +150,7 @@ def test_the_font_list_handed_to_runners_leaves_out_fonts_the_sandbox_cannot_see
     runner copies the list into its own MPLCONFIGDIR."""
     import matplotlib
 
-    from grader.judge import runner, sandbox
+    from grader.judge import sandbox, startup
 
     cache = tmp_path / "cache"
     cache.mkdir()
@@ -170,7 +170,7 @@ def test_the_font_list_handed_to_runners_leaves_out_fonts_the_sandbox_cannot_see
     sandbox.write_input(inputs, "mpl/fontlist-v1.json", handed["fontlist-v1.json"])
     sandbox.write_input(inputs, "mpl/notes.txt", "not a font list")
     monkeypatch.setenv("MPLCONFIGDIR", str(mpl))
-    runner._font_list(str(inputs))
+    startup.copy_font_list(str(inputs))
     assert sorted(p.name for p in mpl.iterdir()) == ["fontlist-v1.json"]
     assert json.loads((mpl / "fontlist-v1.json").read_text()) == kept
 

@@ -1,4 +1,5 @@
 """bench and score: stopping rules with a fake clock, points within nbgrader's rules."""
+import json
 import math
 
 import pytest
@@ -265,3 +266,22 @@ def test_the_flush_kernel_compiles_to_loads_only():
     loads, stores = counts["touch"]
     assert loads >= 1 and stores == 1
     assert counts["fill"][0] == 0 and counts["fill"][1] >= 1
+
+
+def test_the_judges_peer_figures_reach_the_runner_as_plain_values_and_are_used_there(monkeypatch):
+    """The judge exports the peers it measured; the runner seeds them, so a demonstration beside the
+    same peer at the same size shows that figure without measuring it. Malformed rows are skipped."""
+    from grader import peers
+
+    monkeypatch.setattr(peers, "_measured", {})
+    copy = peers.copy()
+    peers._measured[peers._key(copy, (1024,), 8192, None)] = ("copy bandwidth (cudaMemcpy)", 4250.0)
+    rows = json.loads(json.dumps(peers.exported()))             # through the plan's JSON
+    monkeypatch.setattr(peers, "_measured", {})
+    bad = [["copy bandwidth", "(1,)", True, None, "x", 1.0], ["copy bandwidth", "(2,)", 1, None, "x", float("nan")],
+           ["copy bandwidth", "(3,)", 1, None, "x", -1.0], ["too", "short"], "not a row"]
+    assert peers.seed(rows + bad) == 1
+    monkeypatch.setattr(peers, "_figure", lambda *a, **k: pytest.fail("a seeded peer was measured again"))
+    ctx = peers.PeerInputs({}, (1024,), 8192, None)
+    assert peers.measure(copy, ctx) == ("copy bandwidth (cudaMemcpy)", 4250.0)
+    assert not peers.measured(copy, (2048,), {"bytes": 8192})

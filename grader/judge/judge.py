@@ -200,6 +200,10 @@ def _grade(plan, result: NotebookGrade, sandbox, gpu: bool | None, env: dict | N
             for problem in _speed_problems(plan, P):
                 _prewarm_peer(problem)
         result.timings["peers"] = time.monotonic() - mark
+        if gpu:
+            from .. import peers
+
+            plan.peers = peers.exported()          # the demonstrations' peers: the judge's own figures
         mark = time.monotonic()
         progress("running the notebook in its sandbox")
         with _closing(Remote(plan, sandbox, inputs, gpu, default_bounds(wall_s, why, cells_s), env=env)) as remote:

@@ -202,9 +202,11 @@ class _stopped_after:
 class Runner:
     def __init__(self, plan: dict):
         import grader
+        from grader import peers
         from grader.cases import Cases
 
         self.plan = plan
+        peers.seed(plan.get("peers"))                # the judge's figures, for the demonstrations beside them
         self.capture = Capture()
         self.shell = make_shell(self.capture)
         grader.cuda.register_magic(self.shell)       # grader was imported before the shell existed
@@ -422,69 +424,20 @@ class Runner:
                 send(wfile, {"error": f"the reply could not be sent: {exc}"[:2000]})
 
 
-def _process_age_s() -> float | None:
-    """Seconds since this process started (Linux: /proc), so the judge learns how much of the
-    runner's start went to the interpreter and the imports before main()."""
-    try:
-        with open("/proc/self/stat") as f:
-            start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])
-        with open("/proc/uptime") as f:
-            uptime = float(f.read().split()[0])
-        return max(0.0, uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def _profiler():
-    """dev/integrity/runner_profile.py: where the runner's setup and cells spend their time."""
-    import cProfile
-
-    profile = cProfile.Profile()
-    profile.enable()
-    return profile
-
-
-def _print_profile(profile, least_s: float = 0.25, lines: int = 32) -> None:
-    """The functions that took ``least_s`` or more (cumulative), one short line each, to the log."""
-    import pstats
-
-    profile.disable()
-    plumbing = ("<frozen", "interactiveshell.py", "async_helpers.py", "runner.py", "~")
-    rows = sorted(((ct, f"{os.path.basename(f)}:{n}({fn})") for (f, n, fn), (_, _, _, ct, _) in
-                   pstats.Stats(profile).stats.items() if ct >= least_s and not f.startswith(plumbing)
-                   and os.path.basename(f) not in plumbing), reverse=True)[:lines]
-    print("[runner] profile (cumulative s):\n" + "\n".join(f"{ct:7.2f} {name[:90]}" for ct, name in rows),
-          file=sys.stderr)
-
-
-def _font_list(inputs: str) -> None:
-    """The host's matplotlib font list (handed in with the plan) into this sandbox's MPLCONFIGDIR."""
-    import shutil
-
-    src, dst = os.path.join(inputs, "mpl"), os.environ.get("MPLCONFIGDIR")
-    if not dst or not os.path.isdir(src):
-        return
-    try:
-        os.makedirs(dst, exist_ok=True)
-        for name in os.listdir(src):
-            if name.startswith("fontlist-v") and name.endswith(".json"):
-                shutil.copyfile(os.path.join(src, name), os.path.join(dst, name))
-    except OSError:
-        pass                           # matplotlib builds its own, as without the list
-
-
 def main() -> int:
-    age = _process_age_s()
+    from grader.judge.startup import copy_font_list, print_profile, process_age_s, start_profile
+
+    age = process_age_s()
     rfile, wfile = _private_streams()
     plan = json.loads(open(sys.argv[1]).read())
-    _font_list(os.path.dirname(sys.argv[1]))
-    profile = _profiler() if os.environ.get("GRADER_RUNNER_PROFILE") == "1" else None
+    copy_font_list(os.path.dirname(sys.argv[1]))
+    profile = start_profile() if os.environ.get("GRADER_RUNNER_PROFILE") == "1" else None
     t0 = time.monotonic()
     runner = Runner(plan)
     t1 = time.monotonic()
     runner.run_cells()
     if profile:
-        _print_profile(profile)
+        print_profile(profile)
     import gc
 
     gc.collect()
