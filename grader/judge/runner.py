@@ -378,7 +378,7 @@ class Runner:
         else:
             import gc
 
-            gc.disable()            # a collection of this large process (tens of ms) is not the launch's cost
+            gc.disable()            # a collection of this large process would be a pause the launch did not cause
             try:
                 for _ in range(int(head["reps"])):
                     launch(*case.args)
