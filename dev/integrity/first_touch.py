@@ -92,24 +92,10 @@ def main() -> None:
 
 
 def in_sandbox() -> int:
-    import subprocess
+    """This script in the judge's sandbox, with the lesson it profiles, run as the runner runs."""
+    import sandboxed
 
-    sys.path.insert(0, str(ROOT))
-    from grader.judge.bounds import default_bounds
-    from grader.judge.sandbox import INPUTS, choose, host_folder, remove_host_folder, sandbox_env, write_input
-
-    box = choose()
-    inputs = host_folder("first-touch-")
-    try:
-        write_input(inputs, "dev/integrity/first_touch.py", Path(__file__).read_bytes())
-        write_input(inputs, str(NOTEBOOK.relative_to(ROOT)), NOTEBOOK.read_bytes())
-        env = dict(sandbox_env(), GRADER_RUNNER="1")
-        cmd = box.command([sys.executable, f"{INPUTS}/dev/integrity/first_touch.py"], inputs, env,
-                          default_bounds(300, "this script's limit"), gpu=True)
-        print(f"in the sandbox ({box.name}):", flush=True)
-        return subprocess.run(cmd).returncode
-    finally:
-        remove_host_folder(inputs)
+    return sandboxed.run(__file__, (NOTEBOOK,), {"GRADER_RUNNER": "1"}, limit_s=300)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ from grader.problems import attention as P  # noqa: E402
 from grader.speed import TimedCase  # noqa: E402
 
 CH = ROOT / "solutions" / "04_attention"
+NORMS = ROOT / "solutions" / "02_reduce" / "04_norms.ipynb"      # 02.04's RMSNorm (Numba), rmsnorm()
 LESSONS = {  # notebook: (%%cuda cell, module name, [(launch, problem)])
     "04_decoding.ipynb": ("v_decode", "dec", [("launch_decode", P.decode), ("launch_paged", P.decode_paged)]),
     "05_mla_decode.ipynb": ("v_mla", "mla", [("launch_mla", P.mla)]),
@@ -85,6 +86,17 @@ def decode_kernel_and_args(ns):
     return kernel, captured["args"]
 
 
+def print_host_us(steps: dict, reps: int = 200) -> None:
+    """Host microseconds per call of each step (the GPU drained before and after each)."""
+    for name, step in steps.items():
+        wait_for_gpu()
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            step()
+        print(f"    {name:28s} {(time.perf_counter() - t0) / reps * 1e6:6.1f} us")
+        wait_for_gpu()
+
+
 def breakdown(kernel, args) -> None:
     """Host microseconds of each step of one ``kernel.launch`` (the decode kernel's arguments)."""
     from cuda.core import launch as core_launch
@@ -98,37 +110,15 @@ def breakdown(kernel, args) -> None:
     steps = {"prepare_args": lambda: kernel.prepare_args(args), "stream": lambda: M._stream_for(None, args),
              "cuda.core launch": lambda: core_launch(stream, cfg, kernel._get(), *kargs),
              "kernel.launch (all)": lambda: kernel.launch(cfg.grid, *args)}
-    for name, step in steps.items():
-        wait_for_gpu()
-        t0 = time.perf_counter()
-        for _ in range(200):
-            step()
-        print(f"    {name:22s} {(time.perf_counter() - t0) / 200 * 1e6:6.1f} us")
-        wait_for_gpu()
+    print_host_us(steps)
     del shape
 
 
 def in_sandbox() -> int:
-    """Run this script (without --profile) in the sandbox the judge starts runners in: the script and
-    the lessons it loads are handed in read-only at /judge, as the judge hands in a plan."""
-    import subprocess
+    """Run this script (without --profile) in the sandbox the judge starts runners in, with the lessons it loads."""
+    import sandboxed
 
-    from grader.judge.bounds import default_bounds
-    from grader.judge.sandbox import (INPUTS, choose, host_folder, remove_host_folder,
-                                      sandbox_env, write_input)
-
-    box = choose()
-    inputs = host_folder("launch-overhead-")
-    try:
-        write_input(inputs, "dev/integrity/launch_overhead.py", Path(__file__).read_bytes())
-        for notebook in [*(CH / n for n in LESSONS), ROOT / "solutions" / "02_reduce" / "04_norms.ipynb"]:
-            write_input(inputs, str(notebook.relative_to(ROOT)), notebook.read_bytes())
-        argv = [sys.executable, f"{INPUTS}/dev/integrity/launch_overhead.py"]
-        cmd = box.command(argv, inputs, sandbox_env(), default_bounds(600, "this script's limit"), gpu=True)
-        print(f"in the sandbox ({box.name}):", flush=True)
-        return subprocess.run(cmd).returncode
-    finally:
-        remove_host_folder(inputs)
+    return sandboxed.run(__file__, (*(CH / n for n in LESSONS), NORMS))
 
 
 def rmsnorm(profile: bool) -> None:
@@ -136,8 +126,7 @@ def rmsnorm(profile: bool) -> None:
     dispatch of a Numba kernel on arrays it has seen)."""
     from grader.problems import reduce as R
 
-    nb = ROOT / "solutions" / "02_reduce" / "04_norms.ipynb"
-    ns = run_cells(nb, ["setup", "given", "v2_rmsnorm", "v3_registers"])
+    ns = run_cells(NORMS, ["setup", "given", "v2_rmsnorm", "v3_registers"])
     launch = ns["launch_rmsnorm_registers"]
     measure(launch, R.rmsnorm_bf16, profile)
     x, w, y = TimedCase(R.rmsnorm_bf16, R.rmsnorm_bf16.bench_size, 1).args
@@ -146,13 +135,7 @@ def rmsnorm(profile: bool) -> None:
     steps = {"three .view(uint64)": lambda: (x.view(np.uint64), w.view(np.uint64), y.view(np.uint64)),
              "numba dispatch (views made)": lambda: kernel(x4, w4, y4),
              "launch function (all)": lambda: launch(x, w, y)}
-    for name, step in steps.items():
-        wait_for_gpu()
-        t0 = time.perf_counter()
-        for _ in range(200):
-            step()
-        print(f"    {name:28s} {(time.perf_counter() - t0) / 200 * 1e6:6.1f} us")
-        wait_for_gpu()
+    print_host_us(steps)
 
 
 def main() -> None:
