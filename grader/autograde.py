@@ -285,6 +285,7 @@ def grade_student(job: StudentJob, progress=None) -> StudentResult:
     import socket
 
     from .backend import SIMULATOR
+    from .judge.build import BuildAhead
     from .judge.sandbox import choose, hide
     from .ledger import grader_digest
     from .record import collecting
@@ -297,12 +298,19 @@ def grade_student(job: StudentJob, progress=None) -> StudentResult:
     os.environ.update(job.limits)                  # the host's deadlines bound this worker's judge
     try:
         graded, notebooks, results, measured = Graded(job.student), {}, [], []
-        with tempfile.TemporaryDirectory(prefix="student-") as tmp:
+        with tempfile.TemporaryDirectory(prefix="student-") as tmp, BuildAhead(sandbox) as ahead:
             for name, (source, release) in job.lessons.items():
                 folder = Path(tmp) / Path(name).stem        # each notebook keeps the lesson's file name
                 for part, data in (("source", source), ("release", release)):
                     (folder / part).mkdir(parents=True)
                     (folder / part / name).write_bytes(data)
+                got = job.submitted.get(name)
+                if isinstance(got, bytes):
+                    (folder / "submitted").mkdir()
+                    (folder / "submitted" / name).write_bytes(got)
+                    ahead.add(folder / "source" / name, folder / "release" / name, folder / "submitted" / name)
+            for name in job.lessons:
+                folder = Path(tmp) / Path(name).stem
                 sub, got = None, job.submitted.get(name)
                 with collecting() as rows:             # what this process's judge records, nothing else
                     if isinstance(got, str):            # refused when it was collected: say why, run nothing
@@ -312,9 +320,7 @@ def grade_student(job: StudentJob, progress=None) -> StudentResult:
                         nb = _refused_feedback(folder / "release" / name, result)
                     else:
                         if got is not None:
-                            (folder / "submitted").mkdir()
                             sub = folder / "submitted" / name
-                            sub.write_bytes(got)
                         if progress:
                             progress(f"{job.student}: {name}")
                         result, nb = grade_lesson(folder / "source" / name, folder / "release" / name, sub,

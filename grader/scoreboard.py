@@ -56,6 +56,7 @@ def run(chapters: list[str] | None = None, out_dir: Path | None = None, note: st
 
     from . import device, timing
     from .autograde import CellGrade, grade_lesson
+    from .judge.build import BuildAhead
     from .judge.sandbox import choose
 
     if device.info().simulator:
@@ -66,8 +67,14 @@ def run(chapters: list[str] | None = None, out_dir: Path | None = None, note: st
     path = out_dir / "scoreboard.json"
     data = load(path)
     box = choose()
-    with tempfile.TemporaryDirectory(prefix="scoreboard-") as tmp:
-        for ch in chapters or chapters_in(root):
+    chapters = chapters or chapters_in(root)
+    with tempfile.TemporaryDirectory(prefix="scoreboard-") as tmp, BuildAhead(box) as ahead:
+        for ch in chapters:                           # the compiled cells, built on the CPU while the GPU grades
+            for nb in sorted((root / "solutions" / ch).glob("*.ipynb")):
+                ahead.add(nb, root / "course" / ch / nb.name, nb)
+        began = time.monotonic()
+        for ch in chapters:
+            chapter_began = time.monotonic()
             rec = Path(tmp) / f"{ch}.jsonl"
             os.environ["GRADER_RECORD"] = str(rec)              # the judge (this process) records here
             cells, records, seconds = [], [], []
@@ -92,6 +99,8 @@ def run(chapters: list[str] | None = None, out_dir: Path | None = None, note: st
             data = merge(data, ch, entry)
             path.write_text(json.dumps(data, indent=1, default=float))   # each chapter as soon as it is done
             print(format_chapter(ch, entry), flush=True)
+            print(f"{ch}: {time.monotonic() - chapter_began:.1f} s wall ({time.monotonic() - began:.1f} s so far)",
+                  flush=True)
     draw(data, out_dir / "scoreboard.png")
     return data
 
