@@ -655,3 +655,24 @@ def test_a_numba_kernel_that_still_raises_not_implemented_is_recognised_with_its
     assert _is_stub(wrap(kernel_calling, helper=wrap(stub_device)))
     assert not _is_stub(wrap(kernel_calling, helper=wrap(done_device)))
     assert not _is_stub(wrap(kernel_plain))
+
+
+def test_numba_sass_reads_the_build_that_ran_when_there_is_one():
+    """On the GPU it was built for, a kernel's SASS comes from the overload that already ran (its
+    options included) instead of a second compile; another GPU or an unseen signature: None."""
+    from numba.core import types
+
+    from grader.cuda.numba_sass import compiled_ptx
+
+    class Overload:
+        def inspect_asm(self, cc):
+            return f"ptx for {cc}"
+
+    class Kernel:
+        overloads = {(types.float32[:, ::1], types.float32[:, ::1]): Overload()}
+
+    sig = "void(float32[:, ::1], float32[:, ::1])"
+    assert compiled_ptx(Kernel(), sig, (9, 0), (9, 0)) == "ptx for (9, 0)"
+    assert compiled_ptx(Kernel(), sig, (9, 0), (10, 0)) is None                 # another GPU: compile
+    assert compiled_ptx(Kernel(), "void(float32[::1], float32[::1])", (9, 0), (9, 0)) is None
+    assert compiled_ptx(object(), sig, (9, 0), (9, 0)) is None                  # not a dispatcher

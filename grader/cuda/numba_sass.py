@@ -100,6 +100,21 @@ def _ptx_in_child(kernel, signature: str, cc: tuple) -> tuple[str, tuple | None]
     return out["ptx"], out["launch_bounds"]
 
 
+def compiled_ptx(kernel, signature: str, cc: tuple, device_cc: tuple) -> str | None:
+    """The PTX of the build ``kernel`` already made for ``signature`` on this GPU, when ``cc`` is
+    this GPU's: what ran, all its options included, and no second compile. None otherwise."""
+    if tuple(cc) != tuple(device_cc):
+        return None
+    try:
+        from numba.core import sigutils
+
+        args, _ = sigutils.normalize_signature(signature)
+        overload = kernel.overloads.get(tuple(args))
+        return overload.inspect_asm(tuple(cc)) if overload is not None else None
+    except Exception:              # not a dispatcher, or a signature numba does not read: compile it
+        return None
+
+
 def numba_sass(kernel, signature: str, arch: str = "sm_90") -> NumbaSass:
     """Compile a ``@cuda.jit`` kernel for ``arch`` and count its instructions, registers, spills."""
     simulated = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"    # grader.mode set it at import
@@ -114,7 +129,9 @@ def numba_sass(kernel, signature: str, arch: str = "sm_90") -> NumbaSass:
             from numba import cuda
 
             lb = kernel.targetoptions.get("launch_bounds")
-            ptx, _ = cuda.compile_ptx(kernel.py_func, signature, cc=cc, **({"launch_bounds": lb} if lb else {}))
+            ptx = compiled_ptx(kernel, signature, cc, cuda.get_current_device().compute_capability)
+            if ptx is None:
+                ptx, _ = cuda.compile_ptx(kernel.py_func, signature, cc=cc, **({"launch_bounds": lb} if lb else {}))
         rep.launch_bounds = tuple(lb) if lb else None
         rep.ptx_counts = {k: len(re.findall(re.escape(k), ptx)) for k in
                           ("fma.rn.f32", "ld.shared.f32", "ld.shared.v4", "ld.local", "st.local")}
