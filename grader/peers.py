@@ -69,7 +69,8 @@ def exported() -> list:
 
 
 def seed(rows) -> int:
-    """Take the figures of :func:`exported` (the runner, from its plan); malformed rows are skipped.
+    """Take the figures of :func:`exported` (the runner, from the judge's message that starts its
+    cells); malformed rows are skipped.
     Returns how many were taken."""
     import math
 

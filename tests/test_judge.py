@@ -177,12 +177,15 @@ def test_the_font_list_handed_to_runners_leaves_out_fonts_the_sandbox_cannot_see
 
 def test_a_grading_records_where_the_runner_started(tmp_path):
     """judge_seconds split the runner's start: the interpreter and imports before main, the grader
-    and the shell, the notebook's cells (each a number of seconds the runner reported, bounded)."""
+    and the shell, the wait for the judge's word (it measures the peers meanwhile), the notebook's
+    cells (each a number of seconds the runner reported, bounded)."""
     from grader.judge.judge import grade
     from grader.judge.sandbox import choose
 
     src = ROOT / "solutions" / "01_elementwise" / "01_threads_and_blocks.ipynb"
     result = grade(src, ROOT / "course" / "01_elementwise" / "01_threads_and_blocks.ipynb", src, choose())
-    phases = {k: result.timings[k] for k in ("start.imports", "start.setup", "start.cells")}
-    assert all(0 <= v < result.timings["start"] + 1 for v in phases.values()), phases
+    phases = {k: result.timings[k] for k in ("start.imports", "start.setup", "start.waited", "start.cells")}
+    whole = result.timings["start"] + result.timings["peers"]
+    assert all(0 <= v < whole + 1 for v in phases.values()), phases
     assert phases["start.cells"] > 0
+    assert all(v.score == v.max_score for v in result.verdicts if not v.grade_id.startswith("speed"))

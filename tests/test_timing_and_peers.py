@@ -269,18 +269,27 @@ def test_the_flush_kernel_compiles_to_loads_only():
 
 
 def test_the_judges_peer_figures_reach_the_runner_as_plain_values_and_are_used_there(monkeypatch):
-    """The judge exports the peers it measured; the runner seeds them, so a demonstration beside the
-    same peer at the same size shows that figure without measuring it. Malformed rows are skipped."""
+    """The judge exports the peers it measured and sends them with its word to run the cells; the
+    runner seeds them, so a demonstration beside the same peer at the same size shows that figure
+    without measuring it. Malformed rows are skipped."""
+    import io
+
     from grader import peers
+    from grader.judge import protocol
+    from grader.judge.runner import Runner
 
     monkeypatch.setattr(peers, "_measured", {})
     copy = peers.copy()
     peers._measured[peers._key(copy, (1024,), 8192, None)] = ("copy bandwidth (cudaMemcpy)", 4250.0)
-    rows = json.loads(json.dumps(peers.exported()))             # through the plan's JSON
+    rows = json.loads(json.dumps(peers.exported()))
     monkeypatch.setattr(peers, "_measured", {})
     bad = [["copy bandwidth", "(1,)", True, None, "x", 1.0], ["copy bandwidth", "(2,)", 1, None, "x", float("nan")],
            ["copy bandwidth", "(3,)", 1, None, "x", -1.0], ["too", "short"], "not a row"]
-    assert peers.seed(rows + bad) == 1
+    word = io.BytesIO()
+    protocol.send(word, {"op": "start", "peers": rows + bad})      # remote.Remote.start
+    word.seek(0)
+    Runner.await_start(None, word)                                  # the runner, before its first cell
+    assert len(peers._measured) == 1
     monkeypatch.setattr(peers, "_figure", lambda *a, **k: pytest.fail("a seeded peer was measured again"))
     ctx = peers.PeerInputs({}, (1024,), 8192, None)
     assert peers.measure(copy, ctx) == ("copy bandwidth (cudaMemcpy)", 4250.0)

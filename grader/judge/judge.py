@@ -1,8 +1,9 @@
 """The judge: grades one notebook from outside the learner's process.
 
 :func:`grade` builds the plan (grader.judge.plan), compiles the ``%%cuda`` cells itself
-(grader.judge.build), measures the speed cells' peers before any learner code runs, starts the
-runner in its sandbox, then evaluates each graded cell *as the source notebook has it* (hidden
+(grader.judge.build), starts the runner in its sandbox and, while it imports, measures the speed
+cells' peers before any learner code runs (the runner waits for the word to run its cells), then
+evaluates each graded cell *as the source notebook has it* (hidden
 tests included) in its own namespace: ``grader`` is the judge's (grader.judge.verbs), ``P`` the
 course's problems, a compiled cell its own build, and every name the notebook defines a proxy to
 the runner. A cell that raises earns 0 with the reason; one whose last line gives a number earns
@@ -178,10 +179,11 @@ def _grade(plan, result: NotebookGrade, sandbox, gpu: bool | None, env: dict | N
     from ..cuda import toolchain
     from .build import compile_plan
     from .bounds import default_bounds, lesson_time_s
-    from .sandbox import host_folder, remove_host_folder
+    from .sandbox import grader_bytecode, host_folder, remove_host_folder
     from .verbs import GraderFacade, Judged
 
     gpu = (not SIMULATOR) if gpu is None else gpu
+    grader_bytecode()
     wall_s, cells_s, why = lesson_time_s(result.notebook, simulator=not gpu)
     plan.cells_s = 0.6 * cells_s               # then the remaining given cells run only for their definitions
     inputs = host_folder()
@@ -196,22 +198,23 @@ def _grade(plan, result: NotebookGrade, sandbox, gpu: bool | None, env: dict | N
         P = ns.get("P")
         result.speed_cells = {gid: problems[0].name for gid, problems in _speed_cells(plan, P).items()}
         mark = time.monotonic()
-        if gpu:                                    # the peers, on a GPU nothing else uses yet
-            for problem in _speed_problems(plan, P):
-                _prewarm_peer(problem)
-        result.timings["peers"] = time.monotonic() - mark
-        if gpu:
+        progress("running the notebook in its sandbox")
+        # the runner starts (its interpreter, imports and shell) while the judge measures the peers on a
+        # GPU nothing else uses yet; it runs no cell before remote.start
+        with _closing(Remote(plan, sandbox, inputs, gpu, default_bounds(wall_s, why, cells_s), env=env)) as remote:
+            peers_began = time.monotonic()
+            if gpu:
+                for problem in _speed_problems(plan, P):
+                    _prewarm_peer(problem)
+            result.timings["peers"] = time.monotonic() - peers_began
             from .. import peers
 
-            plan.peers = peers.exported()          # the demonstrations' peers: the judge's own figures
-        mark = time.monotonic()
-        progress("running the notebook in its sandbox")
-        with _closing(Remote(plan, sandbox, inputs, gpu, default_bounds(wall_s, why, cells_s), env=env)) as remote:
+            remote.start(peers.exported() if gpu else [])   # the demonstrations show the judge's own figures
             try:
                 errors = remote.hello()
             except RunnerGone as exc:
                 errors = {"(notebook)": str(exc)}
-            result.timings["start"] = time.monotonic() - mark
+            result.timings["start"] = time.monotonic() - mark - result.timings["peers"]
             mark = time.monotonic()
             result.notes += [f"cell `{cid}` raised {err}" for cid, err in errors.items()]
             device = grader.device.info().name if gpu else ""
@@ -253,7 +256,7 @@ def _grade(plan, result: NotebookGrade, sandbox, gpu: bool | None, env: dict | N
                 result.timings.update({f"cell.{k}": v for v, k in top})
             phases = (result.outputs or {}).get("phases")
             if isinstance(phases, dict):                 # the runner's start: interpreter and imports, setup, cells
-                result.timings.update({f"start.{k}": float(phases[k]) for k in ("imports", "setup", "cells")
+                result.timings.update({f"start.{k}": float(phases[k]) for k in ("imports", "setup", "waited", "cells")
                                        if isinstance(phases.get(k), (int, float)) and not isinstance(phases.get(k), bool)
                                        and 0 <= phases[k] < 1e6})
             result.runner_gone = remote.dead or ""

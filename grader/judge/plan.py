@@ -46,11 +46,10 @@ class Plan:
     untouched: bool = False                      # every answer cell is the release's stub (or nothing was handed in)
     cells_s: float = 1e9                         # the runner's time for running given cells whole
     run_tests: bool = False                      # the runner runs the release's test cells too (in-notebook timing)
-    peers: list = field(default_factory=list)    # the judge's peer figures, for the notebook's demonstrations
 
     def to_json(self) -> str:
         return json.dumps({"notebook": self.notebook, "run": self.run, "cuda": self.cuda, "cells_s": self.cells_s,
-                           "run_tests": self.run_tests, "peers": self.peers})
+                           "run_tests": self.run_tests})
 
 
 def _nbgrader(cell: dict) -> dict:

@@ -114,6 +114,16 @@ class Remote:
         return RunnerGone(self.dead)
 
     # -- requests ------------------------------------------------------------------------
+    def start(self, peers: list) -> None:
+        """Tell the runner to run the notebook's cells, with the judge's peer figures (no reply: hello
+        waits for the cells). A runner already gone is noted; hello then says why."""
+        if self.dead:
+            return
+        try:
+            send(self.box.proc.stdin, {"op": "start", "peers": peers})
+        except (OSError, ValueError) as exc:
+            self._die(self._why_gone(exc))
+
     def hello(self) -> dict:
         """Wait for the notebook's cells to run; the errors they raised, by cell id."""
         cells_s = self.box.bounds.cells_s or self.box.bounds.wall_s

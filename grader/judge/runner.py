@@ -202,11 +202,9 @@ class _stopped_after:
 class Runner:
     def __init__(self, plan: dict):
         import grader
-        from grader import peers
         from grader.cases import Cases
 
         self.plan = plan
-        peers.seed(plan.get("peers"))                # the judge's figures, for the demonstrations beside them
         self.capture = Capture()
         self.shell = make_shell(self.capture)
         grader.cuda.register_magic(self.shell)       # grader was imported before the shell existed
@@ -219,6 +217,17 @@ class Runner:
         self._cases = Cases(INPUTS_KEPT)     # the inputs of the cases the judge asked for (Runner.inputs)
 
     # -- running the notebook -------------------------------------------------------
+    def await_start(self, rfile) -> None:
+        """Wait for the judge's word to run the cells: it measures its peers on the GPU meanwhile, while
+        this process imports and sets up (no learner code has run, none touches the GPU). The word
+        carries the judge's peer figures, which the demonstrations beside them show."""
+        from grader import peers
+        from grader.judge.protocol import TRUSTED, recv
+
+        head, _ = recv(rfile, limits=TRUSTED)
+        if head.get("op") == "start":
+            peers.seed(head.get("peers"))
+
     def run_cells(self) -> None:
         """Every cell of the plan in order, outputs kept. Answer and %%cuda cells always run whole
         (their errors are reported); given cells run whole while the plan's time for cells lasts,
@@ -435,6 +444,8 @@ def main() -> int:
     t0 = time.monotonic()
     runner = Runner(plan)
     t1 = time.monotonic()
+    runner.await_start(rfile)
+    t2 = time.monotonic()
     runner.run_cells()
     if profile:
         print_profile(profile)
@@ -443,8 +454,8 @@ def main() -> int:
     gc.collect()
     gc.freeze()         # the notebook's objects: later collections (between timed launches) need not walk them
     runner.phases = {"imports": round(age, 3) if age is not None else -1.0, "setup": round(t1 - t0, 3),
-                     "cells": round(time.monotonic() - t1, 3)}
-    print(f"[runner] notebook ran in {time.monotonic() - t0:.1f} s; errors: {runner.errors}", file=sys.stderr)
+                     "waited": round(t2 - t1, 3), "cells": round(time.monotonic() - t2, 3)}
+    print(f"[runner] notebook ran in {time.monotonic() - t2:.1f} s; errors: {runner.errors}", file=sys.stderr)
     runner.serve(rfile, wfile)
     return 0
 

@@ -268,6 +268,20 @@ def remove_host_folder(inputs: Path) -> None:
     shutil.rmtree(scratch_beside(inputs), ignore_errors=True)
 
 
+@functools.cache
+def grader_bytecode() -> None:
+    """The grader package's bytecode, written by the host once per process where it may write: a
+    sandbox reads the package read-only and writes no bytecode, so a module only runners import
+    (the runner itself, what the notebooks import) would otherwise be compiled from source by every
+    runner. Modules already up to date are left alone."""
+    import compileall
+
+    try:
+        compileall.compile_dir(str(PACKAGE), quiet=2, workers=1)
+    except OSError:
+        pass                           # a read-only install: pip wrote its bytecode when it installed it
+
+
 def write_input(folder: Path, name: str, data: bytes | str) -> Path:
     """A file of the host's inputs, readable inside (mode 0644)."""
     path = folder / name
