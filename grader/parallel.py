@@ -11,7 +11,8 @@ depends only on its own chunk):
   itself, as before);
 * :func:`rowwise` — a reference computed row block by row block (for references in which each output
   row depends only on the same rows of the inputs);
-* :func:`chunked` — any elementwise function over chunks of flat arrays.
+* :func:`chunked` — any elementwise function over chunks of flat arrays;
+* :func:`transposed` — a matrix's transpose, C-contiguous, a block of its rows per core.
 """
 from __future__ import annotations
 
@@ -63,6 +64,20 @@ def normal(rng: np.random.Generator, shape, dtype=np.float32) -> np.ndarray:
 def random(rng: np.random.Generator, shape, dtype=np.float32) -> np.ndarray:
     """Uniform values in [0, 1) of ``shape``."""
     return _drawn(rng, shape, dtype, lambda g, k, dt: g.random(k, dtype=dt))
+
+
+def transposed(a: np.ndarray, dtype=np.float64) -> np.ndarray:
+    """``a.T`` as a C-contiguous array of ``dtype``, a block of its rows per core (NumPy copies a
+    transposed view on one core, through strided reads)."""
+    out = np.empty(a.shape[::-1], dtype)
+    if a.size < PARALLEL_MIN or workers() == 1:
+        out[...] = a.T
+        return out
+
+    def part(i, j):
+        out[i:j] = a[:, i:j].T
+    chunked(part, out.shape[0], max(1, CHUNK // max(1, a.shape[0])))
+    return out
 
 
 def rowwise(*split: str):

@@ -54,6 +54,7 @@ import math
 import numpy as np
 
 from .. import integrity as _integrity
+from .. import parallel
 from ..formats import BF16
 from ..peers import Peer
 from ..problem import Problem
@@ -94,11 +95,22 @@ def e4m3_fast(x: np.ndarray) -> np.ndarray:
 
 
 def quantize_heads(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(B, H, ..., ...) float32 -> (e4m3 bits, fp32 scales (B, H)): one scale per head, max |x| → 448."""
-    amax = np.abs(x).reshape(x.shape[0], x.shape[1], -1).max(axis=2) if x.size else np.zeros(x.shape[:2], np.float32)
-    s = np.where(amax > 0, amax / np.float32(E4M3_MAX), np.float32(1.0)).astype(np.float32)
-    y = x / s[:, :, None, None]
-    return (e4m3_fast(y) if y.size > 1 << 20 else e4m3_encode(y)), s
+    """(B, H, ..., ...) float32 -> (e4m3 bits, fp32 scales (B, H)): one scale per head, max |x| → 448.
+    Large inputs a few heads at a time on every core (each head's codes depend on that head alone)."""
+    if not x.size:
+        return e4m3_encode(x), np.ones(x.shape[:2], np.float32)
+    B, H = x.shape[:2]
+    heads = x.reshape(B * H, -1)
+    encode = e4m3_fast if x.size > 1 << 20 else e4m3_encode
+    codes, scales = np.empty(heads.shape, np.uint8), np.empty(B * H, np.float32)
+
+    def part(a, b):
+        amax = np.abs(heads[a:b]).max(axis=1)
+        s = np.where(amax > 0, amax / np.float32(E4M3_MAX), np.float32(1.0)).astype(np.float32)
+        codes[a:b] = encode(heads[a:b] / s[:, None])
+        scales[a:b] = s
+    parallel.chunked(part, B * H, max(1, parallel.CHUNK // max(1, heads.shape[1])))
+    return codes.reshape(x.shape), scales.reshape(B, H)
 
 
 def key_columns(n: int) -> np.ndarray:
@@ -167,12 +179,28 @@ def fp8_inputs(rng, s: Attn) -> dict:
 
 
 def decoded(q, k, vt, qd, kd, vd):
-    """The values the kernel sees, float64: Q (B, H, Sq, d), K, V (B, Hkv, Sk, d)."""
+    """The values the kernel sees, float64: Q (B, H, Sq, d), K, V (B, Hkv, Sk, d). Large inputs a few
+    heads at a time on every core."""
     Sk = k.shape[2]
-    Q = e4m3_decode(q).astype(np.float64) * qd[:, :, None, None]
-    K = e4m3_decode(k).astype(np.float64) * kd[:, :, None, None]
-    V = e4m3_decode(unpermute(vt)[..., :Sk]).astype(np.float64).transpose(0, 1, 3, 2) * vd[:, :, None, None]
+    inv = np.argsort(key_columns(vt.shape[-1]))
+    Q = _decode_heads(q, qd, lambda x: x)
+    K = _decode_heads(k, kd, lambda x: x)
+    V = _decode_heads(vt, vd, lambda x: np.swapaxes(x[..., inv][..., :Sk], -1, -2), (*k.shape[:2], Sk, vt.shape[2]))
     return Q, K, V
+
+
+def _decode_heads(bits, scales, view, shape=None) -> np.ndarray:
+    """float64 values of e4m3 ``bits`` (B, H, ...) times each head's scale, ``view`` applied to each
+    block of heads (Vt's key order undone) before decoding."""
+    shape = bits.shape if shape is None else shape
+    B, H = shape[:2]
+    out = np.empty(shape, np.float64).reshape(B * H, *shape[2:])
+    heads, per_head = bits.reshape(B * H, *bits.shape[2:]), scales.reshape(B * H)
+
+    def part(a, b):
+        out[a:b] = e4m3_decode(view(heads[a:b])).astype(np.float64) * per_head[a:b, None, None]
+    parallel.chunked(part, B * H, max(1, parallel.CHUNK // max(1, int(np.prod(shape[2:], dtype=np.int64)))))
+    return out.reshape(shape)
 
 
 def _reference(q, k, vt, qd, kd, vd, causal) -> dict:
