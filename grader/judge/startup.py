@@ -30,17 +30,20 @@ def start_profile():
     return profile
 
 
-def print_profile(profile, least_s: float = 0.25, lines: int = 32) -> None:
-    """The functions that took ``least_s`` or more (cumulative), one short line each, to the log."""
+def print_profile(profile, least_s: float = 0.25, lines: int = 32, who: str = "runner") -> None:
+    """The functions that took ``least_s`` or more, one short line each, to the log: by cumulative
+    time (where the time went, callers included), then by own time (what actually spent it)."""
     import pstats
 
     profile.disable()
-    plumbing = ("<frozen", "interactiveshell.py", "async_helpers.py", "runner.py", "~")
-    rows = sorted(((ct, f"{os.path.basename(f)}:{n}({fn})") for (f, n, fn), (_, _, _, ct, _) in
-                   pstats.Stats(profile).stats.items() if ct >= least_s and not f.startswith(plumbing)
-                   and os.path.basename(f) not in plumbing), reverse=True)[:lines]
-    print("[runner] profile (cumulative s):\n" + "\n".join(f"{ct:7.2f} {name[:90]}" for ct, name in rows),
-          file=sys.stderr)
+    plumbing = ("<frozen", "interactiveshell.py", "async_helpers.py", "runner.py")
+    stats = [(tt, ct, f, f"{os.path.basename(f)}:{n}({fn})") for (f, n, fn), (_, _, tt, ct, _) in
+             pstats.Stats(profile).stats.items() if not f.startswith(plumbing) and os.path.basename(f) not in plumbing]
+    cumulative = sorted(((ct, name) for _, ct, f, name in stats if ct >= least_s and f != "~"), reverse=True)
+    own = sorted(((tt, name) for tt, _, _, name in stats if tt >= least_s / 5), reverse=True)  # builtins too
+    for title, rows in (("cumulative", cumulative), ("own time", own)):
+        print(f"[{who}] profile ({title}, s):\n" + "\n".join(f"{t:7.2f} {name[:90]}" for t, name in rows[:lines]),
+              file=sys.stderr)
 
 
 def copy_font_list(inputs: str) -> None:
