@@ -658,9 +658,10 @@ def test_a_numba_kernel_that_still_raises_not_implemented_is_recognised_with_its
 
 
 def test_numba_sass_reads_the_build_that_ran_when_there_is_one():
-    """On the GPU it was built for, a kernel's SASS comes from the overload that already ran (its
-    options included) instead of a second compile; another GPU or an unseen signature: None."""
-    from numba.core import types
+    """On the GPU it was built for, a kernel's SASS comes from the dispatcher's own build (its options
+    included; built through the dispatcher if not yet, so the next launch reuses it) instead of a
+    separate compile; another GPU or a kernel that is not a dispatcher: None."""
+    from numba.core import sigutils, types
 
     from grader.cuda.numba_sass import compiled_ptx
 
@@ -669,10 +670,17 @@ def test_numba_sass_reads_the_build_that_ran_when_there_is_one():
             return f"ptx for {cc}"
 
     class Kernel:
-        overloads = {(types.float32[:, ::1], types.float32[:, ::1]): Overload()}
+        def __init__(self):
+            self.overloads, self.compiled = {(types.float32[:, ::1], types.float32[:, ::1]): Overload()}, []
 
-    sig = "void(float32[:, ::1], float32[:, ::1])"
-    assert compiled_ptx(Kernel(), sig, (9, 0), (9, 0)) == "ptx for (9, 0)"
-    assert compiled_ptx(Kernel(), sig, (9, 0), (10, 0)) is None                 # another GPU: compile
-    assert compiled_ptx(Kernel(), "void(float32[::1], float32[::1])", (9, 0), (9, 0)) is None
-    assert compiled_ptx(object(), sig, (9, 0), (9, 0)) is None                  # not a dispatcher
+        def compile(self, sig):
+            self.compiled.append(sig)
+            self.overloads[tuple(sigutils.normalize_signature(sig)[0])] = Overload()
+
+    sig, sig1d = "void(float32[:, ::1], float32[:, ::1])", "void(float32[::1], float32[::1])"
+    k = Kernel()
+    assert compiled_ptx(k, sig, (9, 0), (9, 0)) == "ptx for (9, 0)" and k.compiled == []   # built already
+    assert compiled_ptx(k, sig, (9, 0), (10, 0)) is None                                   # another GPU
+    assert compiled_ptx(k, sig1d, (9, 0), (9, 0)) == "ptx for (9, 0)" and k.compiled == [sig1d]
+    assert compiled_ptx(k, sig1d, (9, 0), (9, 0)) and k.compiled == [sig1d]                # once
+    assert compiled_ptx(object(), sig, (9, 0), (9, 0)) is None                             # not a dispatcher

@@ -101,8 +101,10 @@ def _ptx_in_child(kernel, signature: str, cc: tuple) -> tuple[str, tuple | None]
 
 
 def compiled_ptx(kernel, signature: str, cc: tuple, device_cc: tuple) -> str | None:
-    """The PTX of the build ``kernel`` already made for ``signature`` on this GPU, when ``cc`` is
-    this GPU's: what ran, all its options included, and no second compile. None otherwise."""
+    """The PTX of ``kernel``'s own build for ``signature`` on this GPU, when ``cc`` is this GPU's: the
+    build that runs (all its options included), made through the kernel's dispatcher if it was not
+    made yet, so the next launch with those types compiles nothing either. None otherwise (another
+    GPU, not a dispatcher, a signature numba does not read)."""
     if tuple(cc) != tuple(device_cc):
         return None
     try:
@@ -110,8 +112,11 @@ def compiled_ptx(kernel, signature: str, cc: tuple, device_cc: tuple) -> str | N
 
         args, _ = sigutils.normalize_signature(signature)
         overload = kernel.overloads.get(tuple(args))
+        if overload is None:
+            kernel.compile(signature)
+            overload = kernel.overloads.get(tuple(args))
         return overload.inspect_asm(tuple(cc)) if overload is not None else None
-    except Exception:              # not a dispatcher, or a signature numba does not read: compile it
+    except Exception:              # the separate compile below says what is wrong, if anything
         return None
 
 
