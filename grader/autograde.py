@@ -297,7 +297,7 @@ def grade_student(job: StudentJob, progress=None) -> StudentResult:
     saved = {k: os.environ.get(k) for k in job.limits}
     os.environ.update(job.limits)                  # the host's deadlines bound this worker's judge
     try:
-        graded, notebooks, results, measured = Graded(job.student), {}, [], []
+        graded, notebooks, results, measured, subs = Graded(job.student), {}, [], [], {}
         with tempfile.TemporaryDirectory(prefix="student-") as tmp, BuildAhead(sandbox) as ahead:
             for name, (source, release) in job.lessons.items():
                 folder = Path(tmp) / Path(name).stem        # each notebook keeps the lesson's file name
@@ -305,13 +305,14 @@ def grade_student(job: StudentJob, progress=None) -> StudentResult:
                     (folder / part).mkdir(parents=True)
                     (folder / part / name).write_bytes(data)
                 got = job.submitted.get(name)
-                if isinstance(got, bytes):
+                if got is not None and not isinstance(got, str):     # a str: refused when it was collected
                     (folder / "submitted").mkdir()
-                    (folder / "submitted" / name).write_bytes(got)
-                    ahead.add(folder / "source" / name, folder / "release" / name, folder / "submitted" / name)
+                    subs[name] = folder / "submitted" / name
+                    subs[name].write_bytes(got)
+                    ahead.add(folder / "source" / name, folder / "release" / name, subs[name])
             for name in job.lessons:
                 folder = Path(tmp) / Path(name).stem
-                sub, got = None, job.submitted.get(name)
+                sub, got = subs.get(name), job.submitted.get(name)
                 with collecting() as rows:             # what this process's judge records, nothing else
                     if isinstance(got, str):            # refused when it was collected: say why, run nothing
                         from .judge.judge import refused
@@ -319,8 +320,6 @@ def grade_student(job: StudentJob, progress=None) -> StudentResult:
                         result = refused(folder / "source" / name, folder / "release" / name, got)
                         nb = _refused_feedback(folder / "release" / name, result)
                     else:
-                        if got is not None:
-                            sub = folder / "submitted" / name
                         if progress:
                             progress(f"{job.student}: {name}")
                         result, nb = grade_lesson(folder / "source" / name, folder / "release" / name, sub,

@@ -62,7 +62,7 @@ def _key(peer: Peer, size, bytes_, flops) -> tuple:
 
 def exported() -> list:
     """The figures measured in this process, as plain values: the judge hands them to the runner
-    with the plan (:func:`seed`), so a notebook's demonstrations beside the same peer at the same
+    with its word to run the cells (:func:`seed`), so a notebook's demonstrations beside the same peer at the same
     size show the figure the judge grades with instead of measuring it again (seconds a notebook,
     and torch's import for a torch peer)."""
     return [[*key, label, value] for key, (label, value) in _measured.items()]

@@ -67,18 +67,17 @@ def run(chapters: list[str] | None = None, out_dir: Path | None = None, note: st
     path = out_dir / "scoreboard.json"
     data = load(path)
     box = choose()
-    chapters = chapters or chapters_in(root)
+    solutions = {ch: sorted((root / "solutions" / ch).glob("*.ipynb")) for ch in chapters or chapters_in(root)}
     with tempfile.TemporaryDirectory(prefix="scoreboard-") as tmp, BuildAhead(box) as ahead:
-        for ch in chapters:                           # the compiled cells, built on the CPU while the GPU grades
-            for nb in sorted((root / "solutions" / ch).glob("*.ipynb")):
+        for ch, notebooks in solutions.items():      # the compiled cells, built on the CPU while the GPU grades
+            for nb in notebooks:
                 ahead.add(nb, root / "course" / ch / nb.name, nb)
         began = time.monotonic()
-        for ch in chapters:
+        for ch, notebooks in solutions.items():
             chapter_began = time.monotonic()
             rec = Path(tmp) / f"{ch}.jsonl"
             os.environ["GRADER_RECORD"] = str(rec)              # the judge (this process) records here
             cells, records, seconds = [], [], []
-            notebooks = sorted((root / "solutions" / ch).glob("*.ipynb"))
             for k, nb in enumerate(notebooks):
                 print(f"{ch} [{k + 1}/{len(notebooks)}] {nb.name}", flush=True)
                 result, _ = grade_lesson(nb, root / "course" / ch / nb.name, nb, box, feedback=True,

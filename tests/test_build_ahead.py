@@ -24,7 +24,7 @@ def fake_compiler(monkeypatch, tmp_path):
     monkeypatch.setattr(toolchain, "cache_root", lambda: tmp_path / "cache")
     calls = []
 
-    def compile_in_sandbox(todo, sandbox, inputs, cache, cached, out, timeout_s):
+    def compile_in_sandbox(todo, sandbox, inputs, arch, cache, cached, out, timeout_s):
         calls.append(sorted(c["key"] for c in todo))
         time.sleep(0.3)
         cache.mkdir(parents=True, exist_ok=True)

@@ -18,6 +18,8 @@ import threading
 from pathlib import Path
 from typing import Any, Sequence
 
+from numpy import generic as _np_generic
+
 from ..launches import note_launch
 from . import toolchain
 from .diagnostics import find_mangled, parse_ptxas_report
@@ -28,10 +30,6 @@ from .signature import Param, kernel_signatures
 
 
 _tls = threading.local()
-try:
-    from numpy import generic as _np_generic
-except ImportError:                 # pragma: no cover (numpy is a dependency)
-    _np_generic = ()
 
 
 def current_device():

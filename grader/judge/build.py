@@ -111,7 +111,7 @@ def compile_plan(cells: list, sandbox, inputs: Path, timeout_s: float = 600) -> 
     try:
         todo = [cell for cell in cells if not built(cell)]
         if todo:
-            _build_in_sandbox(todo, sandbox, inputs, cache, cached, out, timeout_s)
+            _build_in_sandbox(todo, sandbox, inputs, arch, cache, cached, out, timeout_s)
     finally:
         for lock in reversed(locks):
             lock.release()
@@ -129,16 +129,15 @@ def compile_plan(cells: list, sandbox, inputs: Path, timeout_s: float = 600) -> 
     return out
 
 
-def _build_in_sandbox(todo: list, sandbox, inputs: Path, cache: Path, cached, out: dict, timeout_s: float) -> None:
-    """Compile ``todo`` in one sandboxed process (no GPU, lower CPU priority than the grading it may
-    run beside) and write what comes back to the cache; a cell with no result gets its reason in ``out``."""
-    from grader.cuda.toolchain import default_arch
-
+def _build_in_sandbox(todo: list, sandbox, inputs: Path, arch: str, cache: Path, cached, out: dict,
+                      timeout_s: float) -> None:
+    """Compile ``todo`` for ``arch`` in one sandboxed process (no GPU, lower CPU priority than the
+    grading it may run beside) and write what comes back to the cache; a cell with no result gets its
+    reason in ``out``."""
     from .bounds import Bounded, default_bounds
     from .protocol import Limits, ProtocolError, recv
     from .sandbox import INPUTS, python_executable, sandbox_env, write_input
 
-    arch = default_arch()
     write_input(inputs, "build/cells.json", json.dumps(todo))
     cmd = sandbox.command([python_executable(), "-P", "-s", "-m", "grader.judge.build", f"{INPUTS}/build/cells.json"],
                           inputs, sandbox_env({"GRADER_CUDA_ARCH": arch}),

@@ -119,9 +119,14 @@ def key_columns(n: int) -> np.ndarray:
     return i - i % 16 + KEY_ORDER[i % 16]
 
 
+def natural_columns(n: int) -> np.ndarray:
+    """For Vt's n columns: the stored column holding each key in turn (the inverse of key_columns)."""
+    return np.argsort(key_columns(n))
+
+
 def unpermute(vt):
     """Vt (…, Sk_pad) in KEY_ORDER -> natural key order (NumPy or torch)."""
-    inv = np.argsort(key_columns(vt.shape[-1]))
+    inv = natural_columns(vt.shape[-1])
     if type(vt).__module__.startswith("torch"):
         import torch
 
@@ -182,7 +187,7 @@ def decoded(q, k, vt, qd, kd, vd):
     """The values the kernel sees, float64: Q (B, H, Sq, d), K, V (B, Hkv, Sk, d). Large inputs a few
     heads at a time on every core."""
     Sk = k.shape[2]
-    inv = np.argsort(key_columns(vt.shape[-1]))
+    inv = natural_columns(vt.shape[-1])
     Q = _decode_heads(q, qd, lambda x: x)
     K = _decode_heads(k, kd, lambda x: x)
     V = _decode_heads(vt, vd, lambda x: np.swapaxes(x[..., inv][..., :Sk], -1, -2), (*k.shape[:2], Sk, vt.shape[2]))
